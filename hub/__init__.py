@@ -1,0 +1,1 @@
+"""hub package (see ../shared/DESIGN.md)."""

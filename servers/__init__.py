@@ -1,0 +1,1 @@
+"""Native typed services: the framework, the shared vocabulary and the service library."""

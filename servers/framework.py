@@ -1,0 +1,409 @@
+"""The service framework: typed state, read/write tools, seeds, the envelope boundary.
+
+A service is a module that builds one :class:`Service` (conventionally named ``service``)::
+
+    class Note(Record):
+        id: NoteId
+        title: Title
+
+    class NotesState(ServiceState):
+        notes: dict[str, Note] = {}
+
+    service = Service("notes", version=1, category="productivity",
+                      description="Personal notes.", state=NotesState, seed=seed)
+
+    @service.write
+    def create_note(state: NotesState, title: Title) -> Note:
+        \"\"\"Create a note.
+
+        Args:
+            title: Title of the new note.
+        \"\"\"
+        note = Note(id=state.new_id("note"), title=title)
+        state.notes[note.id] = note
+        return note
+
+Tools are plain functions ``(state, **typed_args) -> result``. Errors are exceptions inside the
+service (:class:`NotFound`, :class:`BadRequest`, …) and envelopes at its boundary
+(:meth:`Service.call`): ``{"success": true, "data": ...}`` or
+``{"success": false, "error": {"code": 404, "message": ...}}``. In-process calls and MCP calls go
+through the same boundary, so both behave identically. A write tool must validate everything
+before its first mutation; the conformance checker verifies that it does.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import inspect
+import random
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, get_type_hints
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
+
+from servers.state import Change, diff, snapshot, stable_hash
+from servers.types import Count, Offset
+
+if TYPE_CHECKING:
+    from servers.population import Population
+
+ToolKind = Literal["read", "write"]
+Envelope = dict[str, Any]
+
+WORLD_EPOCH = dt.datetime(2026, 3, 2, 9, 0, tzinfo=dt.UTC)
+"""The default clock of every world: Monday 2 March 2026, 09:00 UTC."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Errors and envelopes
+
+
+class ServiceError(Exception):
+    """An expected failure of a tool call, turned into an error envelope at the boundary."""
+
+    code = 500
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class BadRequest(ServiceError):
+    code = 400
+
+
+class Forbidden(ServiceError):
+    code = 403
+
+
+class NotFound(ServiceError):
+    code = 404
+
+
+class Conflict(ServiceError):
+    code = 409
+
+
+def ok(data: Any) -> Envelope:
+    return {"success": True, "data": data}
+
+
+def error(code: int, message: str) -> Envelope:
+    return {"success": False, "error": {"code": code, "message": message}}
+
+
+ENVELOPE_ERROR_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "code": {"type": "integer", "description": "HTTP-like status: 400, 403, 404, 409, 429, 500, 503."},
+        "message": {"type": "string", "description": "What went wrong, naming the bad field or id."},
+    },
+    "required": ["code", "message"],
+}
+
+
+def envelope_schema(data_schema: dict[str, Any]) -> dict[str, Any]:
+    """The output schema of a tool: the envelope around ``data_schema`` (``$defs`` hoisted)."""
+    data = dict(data_schema)
+    defs = data.pop("$defs", None)
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {
+            "success": {"type": "boolean", "description": "True when the call succeeded."},
+            "data": data,
+            "error": ENVELOPE_ERROR_SCHEMA,
+        },
+        "required": ["success"],
+    }
+    if defs:
+        schema["$defs"] = defs
+    return schema
+
+
+# ---------------------------------------------------------------------------------------------
+# Records and states
+
+
+class Record(BaseModel):
+    """Base of every stored entity and every structured result."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class ServiceState(BaseModel):
+    """Base of every service state: ``extra="forbid"``, an id sequence and a world clock."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    seq: int = 0
+    clock: dt.datetime = WORLD_EPOCH
+
+    def new_id(self, prefix: str) -> str:
+        """A fresh id such as ``msg_0042``, deterministic given the state."""
+        self.seq += 1
+        return f"{prefix}_{self.seq:04d}"
+
+    def tick(self, minutes: int = 1) -> dt.datetime:
+        """Advance the service clock and return the new time (writes stamp records with it)."""
+        self.clock = self.clock + dt.timedelta(minutes=minutes)
+        return self.clock
+
+
+T = TypeVar("T")
+S = TypeVar("S", bound=ServiceState)
+
+
+class Page(BaseModel, Generic[T]):
+    """One page of a listing."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    items: list[T] = Field(description="Records on this page.")
+    total: Count = Field(description="Number of records matching the filters.")
+    next_offset: Offset | None = Field(description="Offset of the next page, or null on the last page.")
+
+
+def paginate(records: Iterable[T], offset: int, limit: int) -> Page[T]:
+    """Slice a filtered listing into one page."""
+    rows = list(records)
+    end = offset + limit
+    # Unparameterised on purpose: items serialise by their runtime type, whatever T is.
+    return Page(items=rows[offset:end], total=len(rows), next_offset=end if end < len(rows) else None)
+
+
+def require(mapping: dict[str, T], key: str, kind: str) -> T:
+    """``mapping[key]`` or a 404 that quotes the id."""
+    try:
+        return mapping[key]
+    except KeyError:
+        raise NotFound(f"{kind} {key!r} not found") from None
+
+
+def contains(haystack: str | None, needle: str | None) -> bool:
+    """Case-insensitive substring match; an absent needle matches everything."""
+    return needle is None or (haystack is not None and needle.lower() in haystack.lower())
+
+
+# ---------------------------------------------------------------------------------------------
+# Tools
+
+
+_ARGS_RE = re.compile(r"^\s*(Args|Arguments|Parameters):\s*$")
+_SECTION_RE = re.compile(r"^\s*(Returns|Raises|Yields|Examples?|Notes?):\s*$")
+_PARAM_RE = re.compile(r"^\s+(\w+)\s*(\([^)]*\))?:\s*(.*)$")
+
+
+def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
+    """Split a Google-style docstring into (description, {parameter: description})."""
+    lines = inspect.cleandoc(doc or "").splitlines()
+    description: list[str] = []
+    params: dict[str, str] = {}
+    section = "description"
+    current: str | None = None
+    for line in lines:
+        if _ARGS_RE.match(line):
+            section, current = "args", None
+        elif _SECTION_RE.match(line):
+            section, current = "other", None
+        elif section == "description":
+            description.append(line)
+        elif section == "args":
+            match = _PARAM_RE.match(line)
+            if match and (current is None or len(line) - len(line.lstrip()) <= 4):
+                current = match.group(1)
+                params[current] = match.group(3).strip()
+            elif current and line.strip():
+                params[current] = f"{params[current]} {line.strip()}"
+    return "\n".join(description).strip(), params
+
+
+@dataclass
+class Tool:
+    """One tool of a service: its function, kind, argument model and schemas."""
+
+    service: str
+    name: str
+    kind: ToolKind
+    description: str
+    func: Callable[..., Any]
+    params_model: type[BaseModel]
+    result_adapter: TypeAdapter[Any]
+    input_schema: dict[str, Any]
+    output_schema: dict[str, Any]
+    param_names: tuple[str, ...] = field(default=())
+
+    @property
+    def qualified_name(self) -> str:
+        return f"{self.service}__{self.name}"
+
+    def invoke(self, state: ServiceState, arguments: Any) -> Envelope:
+        """Validate ``arguments``, run the tool on ``state`` and return the envelope. Never raises."""
+        if arguments is None:
+            arguments = {}
+        if not isinstance(arguments, dict):
+            return error(400, f"arguments of {self.name!r} must be a JSON object, got {type(arguments).__name__}")
+        try:
+            params = self.params_model.model_validate(arguments)
+        except ValidationError as exc:
+            return error(400, format_validation_error(self.name, exc))
+        try:
+            result = self.func(state, **{name: getattr(params, name) for name in self.param_names})
+        except ServiceError as exc:
+            return error(exc.code, exc.message)
+        except Exception as exc:  # a bug in a tool must not escape the envelope boundary
+            return error(500, f"internal error in {self.name!r}: {type(exc).__name__}: {exc}")
+        if isinstance(result, BaseModel):
+            return ok(result.model_dump(mode="json"))
+        return ok(self.result_adapter.dump_python(result, mode="json"))
+
+
+def format_validation_error(tool: str, exc: ValidationError) -> str:
+    """One readable line per bad field, each naming the field."""
+    parts = []
+    for err in exc.errors(include_url=False):
+        loc = ".".join(str(p) for p in err["loc"]) or "arguments"
+        if err["type"] == "extra_forbidden":
+            parts.append(f"unknown argument {loc!r}")
+        elif err["type"] == "missing":
+            parts.append(f"missing required argument {loc!r}")
+        else:
+            parts.append(f"argument {loc!r}: {err['msg']}")
+    return f"invalid arguments for {tool!r}: " + "; ".join(parts)
+
+
+def _build_tool(service: str, func: Callable[..., Any], kind: ToolKind) -> Tool:
+    hints = get_type_hints(func, include_extras=True)
+    signature = inspect.signature(func)
+    description, param_docs = parse_docstring(func.__doc__)
+    if not description:
+        raise TypeError(f"tool {service}.{func.__name__} needs a docstring")
+    params = list(signature.parameters.values())
+    if not params:
+        raise TypeError(f"tool {service}.{func.__name__} must take the state as its first parameter")
+    fields: dict[str, Any] = {}
+    for param in params[1:]:
+        if param.name not in hints:
+            raise TypeError(f"parameter {param.name!r} of {service}.{func.__name__} needs a type annotation")
+        default = ... if param.default is inspect.Parameter.empty else param.default
+        doc = param_docs.get(param.name)
+        info = Field(default, description=doc) if doc else Field(default)
+        fields[param.name] = (hints[param.name], info)
+    model_name = "".join(part.title() for part in f"{service}_{func.__name__}".split("_")) + "Args"
+    params_model = create_model(model_name, __config__=ConfigDict(extra="forbid"), **fields)
+    input_schema = params_model.model_json_schema()
+    input_schema.pop("title", None)
+    if "return" not in hints:
+        raise TypeError(f"tool {service}.{func.__name__} needs a return annotation")
+    result_adapter: TypeAdapter[Any] = TypeAdapter(hints["return"])
+    output_schema = envelope_schema(result_adapter.json_schema(mode="serialization"))
+    return Tool(
+        service=service,
+        name=func.__name__,
+        kind=kind,
+        description=description,
+        func=func,
+        params_model=params_model,
+        result_adapter=result_adapter,
+        input_schema=input_schema,
+        output_schema=output_schema,
+        param_names=tuple(fields),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Services
+
+
+SeedFn = Callable[[random.Random, "Population"], Any]
+Source = Literal["hand-written", "built", "simulated", "external"]
+
+
+class Service(Generic[S]):
+    """A named, versioned set of read/write tools over one typed state."""
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        version: int,
+        category: str,
+        description: str,
+        state: type[S],
+        seed: Callable[[random.Random, Population], S],
+        source: Source = "hand-written",
+    ) -> None:
+        if not re.fullmatch(r"[a-z][a-z0-9_]{1,30}", name) or "__" in name:
+            raise ValueError(f"service name {name!r} must be lower_snake_case without '__'")
+        self.name = name
+        self.version = version
+        self.category = category
+        self.description = description
+        self.state_type = state
+        self.seed_fn = seed
+        self.source: Source = source
+        self.tools: dict[str, Tool] = {}
+
+    def __repr__(self) -> str:
+        return f"Service({self.name!r}, version={self.version}, tools={len(self.tools)})"
+
+    def _register(self, func: Callable[..., Any], kind: ToolKind) -> Callable[..., Any]:
+        if func.__name__ in self.tools:
+            raise ValueError(f"tool {func.__name__!r} is registered twice in service {self.name!r}")
+        self.tools[func.__name__] = _build_tool(self.name, func, kind)
+        return func
+
+    def read(self, func: Callable[..., Any]) -> Callable[..., Any]:
+        """Register a tool that only reads the state."""
+        return self._register(func, "read")
+
+    def write(self, func: Callable[..., Any]) -> Callable[..., Any]:
+        """Register a tool that may change the state (it validates before it mutates)."""
+        return self._register(func, "write")
+
+    # -- state lifecycle ---------------------------------------------------------------------
+
+    def seed_state(self, seed: int) -> S:
+        """The initial state for world seed ``seed``: same seed, same state hash."""
+        from servers.population import Population
+
+        rng = random.Random(f"{self.name}:{seed}")
+        state = self.seed_fn(rng, Population.generate(seed))
+        if not isinstance(state, self.state_type):
+            raise TypeError(f"seed of {self.name!r} returned {type(state).__name__}, not {self.state_type.__name__}")
+        return state
+
+    def empty_state(self) -> S:
+        return self.state_type()
+
+    def snapshot(self, state: S) -> dict[str, Any]:
+        return snapshot(state)
+
+    def restore(self, data: dict[str, Any]) -> S:
+        return self.state_type.model_validate(data)
+
+    def state_hash(self, state: S) -> str:
+        return stable_hash(snapshot(state))
+
+    def diff(self, before: S | dict[str, Any], after: S | dict[str, Any]) -> list[Change]:
+        a = before if isinstance(before, dict) else snapshot(before)
+        b = after if isinstance(after, dict) else snapshot(after)
+        return diff(a, b)
+
+    # -- calling -----------------------------------------------------------------------------
+
+    def call(self, state: S, tool: str, arguments: Any = None) -> Envelope:
+        """Call ``tool`` on ``state``; always returns an envelope, never raises."""
+        found = self.tools.get(tool)
+        if found is None:
+            return error(404, f"unknown tool {tool!r} in service {self.name!r}; known: {sorted(self.tools)}")
+        return found.invoke(state, arguments)
+
+    @property
+    def read_tools(self) -> Sequence[Tool]:
+        return [t for t in self.tools.values() if t.kind == "read"]
+
+    @property
+    def write_tools(self) -> Sequence[Tool]:
+        return [t for t in self.tools.values() if t.kind == "write"]

@@ -1,0 +1,1 @@
+"""taskgen package (see ../shared/DESIGN.md)."""

@@ -1,0 +1,1 @@
+"""worldmodel package (see ../shared/DESIGN.md)."""
