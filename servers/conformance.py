@@ -1,0 +1,325 @@
+"""Conformance checker: ``check_service(service)`` verifies the framework's contract for one service.
+
+Like Gymnasium's ``check_env``, it is run in one parametrised test over every registered service,
+and from the command line: ``python -m servers.conformance [NAME ...]``.
+
+Checks (each problem names the check, the tool and what went wrong):
+- ``metadata``: name, version, category, description and at least one tool;
+- ``schema``: every input and output schema is a valid JSON Schema of an object;
+- ``semantic``: every parameter and every result field (recursively, through nested records)
+  carries a semantic type and a description; nested records need a description only;
+- ``determinism``: the same seed gives the same state hash;
+- ``snapshot``: snapshot → JSON → restore round-trips to the same hash;
+- ``read-only``: read tools never change the state (hypothesis-generated valid inputs, ids and
+  other values drawn from the seeded state half of the time);
+- ``atomic``: any call that returns an error leaves the state hash unchanged (catches a write that
+  mutates before it validates);
+- ``invalid-input``: schema-invalid input (missing, unknown or wrongly typed arguments, non-object
+  arguments) gets a 400 envelope and leaves the state unchanged;
+- ``unknown-id``: a write given an unknown id of its own service's entities returns an error;
+- ``envelope``: every result is a valid envelope, and successful data validates against the
+  tool's output schema.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import jsonschema
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis_jsonschema import from_schema
+
+from servers.framework import Service, Tool
+from servers.state import snapshot, stable_hash
+from servers.types import semantic_of
+
+UNKNOWN_ID = "zz-unknown-0000"
+WRONG_TYPED: dict[str, Any] = {"string": 12345, "integer": "not-a-number", "number": "NaN-text", "boolean": "maybe",
+                               "array": {"not": "a list"}, "object": ["not", "an", "object"]}
+
+
+@dataclass(frozen=True)
+class Problem:
+    check: str
+    tool: str | None
+    message: str
+
+    def __str__(self) -> str:
+        where = f" [{self.tool}]" if self.tool else ""
+        return f"{self.check}{where}: {self.message}"
+
+
+@dataclass
+class Report:
+    service: str
+    problems: list[Problem] = field(default_factory=list)
+    calls: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def __str__(self) -> str:
+        head = f"{self.service}: {'OK' if self.ok else f'{len(self.problems)} problem(s)'} ({self.calls} calls)"
+        return "\n".join([head, *(f"  - {p}" for p in self.problems)])
+
+
+# ---------------------------------------------------------------------------------------------
+# Schema walking
+
+
+def _resolve(schema: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        return dict(defs.get(ref.removeprefix("#/$defs/"), {}))
+    return schema
+
+
+def _branches(schema: dict[str, Any], defs: dict[str, Any]) -> list[dict[str, Any]]:
+    schema = _resolve(schema, defs)
+    if "anyOf" in schema:
+        return [b for s in schema["anyOf"] for b in _branches(s, defs) if b.get("type") != "null"]
+    if schema.get("type") == "array" and isinstance(schema.get("items"), dict):
+        return _branches(schema["items"], defs)
+    return [schema]
+
+
+def _is_record(schema: dict[str, Any]) -> bool:
+    return schema.get("type") == "object" and "properties" in schema
+
+
+def untyped_fields(schema: dict[str, Any], defs: dict[str, Any], path: str, seen: set[str] | None = None) -> list[str]:
+    """Paths of properties that lack a semantic type or a description (recursing into records)."""
+    seen = set() if seen is None else seen
+    missing: list[str] = []
+    for branch in _branches(schema, defs):
+        if not _is_record(branch):
+            continue
+        title = str(branch.get("title", ""))
+        if title and title in seen:
+            continue
+        seen.add(title)
+        for name, prop in branch["properties"].items():
+            where = f"{path}.{name}" if path else name
+            nested = [b for b in _branches(prop, defs) if _is_record(b)]
+            if not prop.get("description") and not _resolve(prop, defs).get("description"):
+                missing.append(f"{where} (no description)")
+            if nested:
+                missing.extend(untyped_fields(prop, defs, where, seen))
+            elif semantic_of(prop) is None:
+                missing.append(f"{where} (no semantic type)")
+    return missing
+
+
+def state_values(service: Service[Any], state: Any) -> dict[str, list[Any]]:
+    """Every value found in ``state`` grouped by semantic type (ids, emails, names, ...)."""
+    model_schema = type(state).model_json_schema()
+    defs = model_schema.get("$defs", {})
+    found: dict[str, list[Any]] = {}
+
+    def walk(schema: dict[str, Any], value: Any) -> None:
+        schema = _resolve(schema, defs)
+        kind = semantic_of(schema) if "properties" not in schema else None
+        if kind and isinstance(value, str | int | float) and not isinstance(value, bool):
+            bucket = found.setdefault(kind, [])
+            if value not in bucket:
+                bucket.append(value)
+        if isinstance(value, dict):
+            if "properties" in schema:
+                for key, sub in value.items():
+                    if key in schema["properties"]:
+                        walk(schema["properties"][key], sub)
+            elif isinstance(schema.get("additionalProperties"), dict):
+                for sub in value.values():
+                    walk(schema["additionalProperties"], sub)
+            for branch in schema.get("anyOf", []):
+                walk(branch, value)
+        elif isinstance(value, list) and isinstance(schema.get("items"), dict):
+            for sub in value:
+                walk(schema["items"], sub)
+        elif "anyOf" in schema:
+            for branch in schema["anyOf"]:
+                if branch.get("type") != "null":
+                    walk(branch, value)
+
+    walk(model_schema, snapshot(state))
+    return found
+
+
+# ---------------------------------------------------------------------------------------------
+# Input generation
+
+
+def _valid_inputs(tool: Tool, values: dict[str, list[Any]]) -> st.SearchStrategy[dict[str, Any]]:
+    props: dict[str, Any] = tool.input_schema.get("properties", {})
+    base = from_schema(tool.input_schema, allow_x00=False)
+
+    @st.composite
+    def build(draw: st.DrawFn) -> dict[str, Any]:
+        args = dict(draw(base))
+        for name, prop in props.items():
+            kind = semantic_of(prop)
+            if kind in values and draw(st.booleans()):
+                value = draw(st.sampled_from(values[kind]))
+                is_list = _resolve(prop, tool.input_schema.get("$defs", {})).get("type") == "array"
+                args[name] = [value] if is_list else value
+        return args
+
+    return build()
+
+
+def _mutations(tool: Tool, args: dict[str, Any]) -> list[tuple[str, Any]]:
+    """Schema-invalid variants of a valid argument object, each with a label."""
+    schema = tool.input_schema
+    variants: list[tuple[str, Any]] = [("non-object arguments", ["not", "an", "object"])]
+    variants.append(("unknown argument", {**args, "zz_unexpected": 1}))
+    for name in schema.get("required", []):
+        variants.append((f"missing {name!r}", {k: v for k, v in args.items() if k != name}))
+    for name, prop in schema.get("properties", {}).items():
+        types = {b.get("type") for b in [_resolve(prop, schema.get("$defs", {})), *prop.get("anyOf", [])]}
+        types.discard(None)
+        if types and "null" not in types and len(types) == 1:
+            wrong = WRONG_TYPED.get(str(next(iter(types))))
+            if wrong is not None:
+                variants.append((f"wrongly typed {name!r}", {**args, name: wrong}))
+    return variants
+
+
+# ---------------------------------------------------------------------------------------------
+# The checker
+
+
+def _run_examples(test: Callable[[Any], None], examples: int, strategy: st.SearchStrategy[Any]) -> None:
+    wrapped = settings(
+        max_examples=examples,
+        database=None,
+        derandomize=True,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )(given(strategy)(test))
+    wrapped()
+
+
+def check_service(service: Service[Any], *, seed: int = 0, examples: int = 12) -> Report:
+    """Check ``service`` against the framework's contract; returns a report of every problem."""
+    report = Report(service.name)
+    add = report.problems.append
+
+    for attr in ("category", "description"):
+        if not getattr(service, attr):
+            add(Problem("metadata", None, f"missing {attr}"))
+    if service.version < 1:
+        add(Problem("metadata", None, f"version must be >= 1, got {service.version}"))
+    if not service.tools:
+        add(Problem("metadata", None, "no tools"))
+
+    for tool in service.tools.values():
+        for label, schema in (("input", tool.input_schema), ("output", tool.output_schema)):
+            try:
+                jsonschema.Draft202012Validator.check_schema(schema)
+            except jsonschema.SchemaError as exc:
+                add(Problem("schema", tool.name, f"{label} schema is invalid: {exc.message}"))
+            if schema.get("type") != "object":
+                add(Problem("schema", tool.name, f"{label} schema is not an object"))
+        for where in untyped_fields(tool.input_schema, tool.input_schema.get("$defs", {}), ""):
+            add(Problem("semantic", tool.name, f"parameter {where}"))
+        data = tool.output_schema["properties"]["data"]
+        for where in untyped_fields(data, tool.output_schema.get("$defs", {}), "data"):
+            add(Problem("semantic", tool.name, f"result field {where}"))
+
+    try:
+        first, second = service.seed_state(seed), service.seed_state(seed)
+    except Exception as exc:
+        add(Problem("determinism", None, f"seed({seed}) raised {type(exc).__name__}: {exc}"))
+        return report
+    base_hash = service.state_hash(first)
+    if base_hash != service.state_hash(second):
+        add(Problem("determinism", None, f"seed({seed}) gave two different state hashes"))
+    base = snapshot(first)
+    restored = service.restore(json.loads(json.dumps(base)))
+    if service.state_hash(restored) != base_hash:
+        add(Problem("snapshot", None, "snapshot → JSON → restore changed the state hash"))
+    values = state_values(service, first)
+
+    for tool in service.tools.values():
+        _check_tool(service, tool, base, base_hash, values, examples, report)
+    return report
+
+
+def _check_tool(
+    service: Service[Any],
+    tool: Tool,
+    base: dict[str, Any],
+    base_hash: str,
+    values: dict[str, list[Any]],
+    examples: int,
+    report: Report,
+) -> None:
+    reported: set[str] = set()
+    validator = jsonschema.Draft202012Validator(tool.output_schema)
+
+    def flag(check: str, message: str) -> None:
+        if check not in reported:  # the first counter-example per check and tool is enough
+            reported.add(check)
+            report.problems.append(Problem(check, tool.name, message))
+
+    def run(args: Any) -> tuple[dict[str, Any], bool]:
+        state = service.restore(base)
+        envelope = service.call(state, tool.name, args)
+        report.calls += 1
+        changed = stable_hash(snapshot(state)) != base_hash
+        errors = sorted(validator.iter_errors(envelope), key=str)
+        if not isinstance(envelope.get("success"), bool) or errors:
+            detail = errors[0].message if errors else "no boolean 'success'"
+            flag("envelope", f"args {args!r}: result does not match the output schema: {detail}")
+        return envelope, changed
+
+    def example(args: dict[str, Any]) -> None:
+        envelope, changed = run(args)
+        if changed and tool.kind == "read":
+            flag("read-only", f"read tool changed the state with args {args!r}")
+        if changed and not envelope.get("success"):
+            flag("atomic", f"error {envelope.get('error')} but the state changed, args {args!r}")
+        if tool.kind != "write":
+            return
+        for label, bad in _mutations(tool, args):
+            envelope, changed = run(bad)
+            code = envelope.get("error", {}).get("code") if not envelope.get("success") else None
+            if code != 400 or changed:
+                flag("invalid-input", f"{label}: expected a 400 envelope and no change, got {envelope!r}")
+        own = [n for n, p in tool.input_schema.get("properties", {}).items()
+               if (semantic_of(p) or "").startswith(f"{service.name}.") and (semantic_of(p) or "").endswith("_id")]
+        if own:
+            unknown = {**args, **{n: UNKNOWN_ID for n in own}}
+            for name in own:
+                if _resolve(tool.input_schema["properties"][name], {}).get("type") == "array":
+                    unknown[name] = [UNKNOWN_ID]
+            envelope, changed = run(unknown)
+            if envelope.get("success") or changed:
+                flag("unknown-id", f"unknown id(s) for {own}: expected an error and no change, got {envelope!r}")
+
+    try:
+        _run_examples(example, examples, _valid_inputs(tool, values))
+    except Exception as exc:  # a strategy that cannot be built is itself a schema problem
+        report.problems.append(Problem("schema", tool.name, f"cannot generate inputs: {type(exc).__name__}: {exc}"))
+
+
+def main(argv: list[str] | None = None) -> int:
+    from servers.registry import all_services, get_service
+
+    names = (argv if argv is not None else sys.argv[1:]) or list(all_services())
+    failed = 0
+    for name in names:
+        report = check_service(get_service(name))
+        print(report)
+        failed += not report.ok
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

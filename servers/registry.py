@@ -1,0 +1,61 @@
+"""Discovery of every registered service.
+
+A service is registered by existing: every module of ``servers.native`` that defines a module-level
+``service`` (a :class:`~servers.framework.Service`) is found, and so is every object named by an
+entry point of the ``compoworld.services`` group (``name = "package.module:service"``), which is
+how a separately installed package adds services without touching this repository.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from functools import lru_cache
+from importlib.metadata import entry_points
+from typing import Any
+
+from servers.framework import Service
+
+ENTRY_POINT_GROUP = "compoworld.services"
+
+
+class UnknownService(KeyError):
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+def _native_modules() -> list[str]:
+    import servers.native as native
+
+    return sorted(f"{native.__name__}.{m.name}" for m in pkgutil.iter_modules(native.__path__) if not m.name.startswith("_"))
+
+
+@lru_cache(maxsize=1)
+def all_services() -> dict[str, Service[Any]]:
+    """Every registered service by name, sorted by name (imported once, then cached)."""
+    found: dict[str, Service[Any]] = {}
+    origins: dict[str, str] = {}
+
+    def add(candidate: object, origin: str) -> None:
+        if not isinstance(candidate, Service):
+            raise TypeError(f"{origin} does not define a Service (got {type(candidate).__name__})")
+        if candidate.name in found:
+            raise ValueError(f"service name {candidate.name!r} is defined twice: {origins[candidate.name]} and {origin}")
+        found[candidate.name] = candidate
+        origins[candidate.name] = origin
+
+    for module_name in _native_modules():
+        module = importlib.import_module(module_name)
+        if hasattr(module, "service"):
+            add(module.service, module_name)
+    for entry in entry_points(group=ENTRY_POINT_GROUP):
+        add(entry.load(), f"entry point {entry.name!r} ({entry.value})")
+    return dict(sorted(found.items()))
+
+
+def get_service(name: str) -> Service[Any]:
+    """The service called ``name``; the error lists the known names."""
+    services = all_services()
+    if name not in services:
+        raise UnknownService(f"unknown service {name!r}; known services: {', '.join(services)}")
+    return services[name]
