@@ -1,0 +1,29 @@
+"""The ``compoworld`` command: one root that mounts each package's command group.
+
+It lives in ``training``, the right-most package of the dependency order
+(servers ← worldmodel ← hub ← taskgen ← harness ← training), because only that package may import
+every other one. Each package owns its own sub-commands (``servers.cli`` for ``services``, …);
+this root only composes them and stays free of heavy imports so that ``compoworld --help`` is fast.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from servers.cli import app as services_app
+
+app = typer.Typer(
+    name="compoworld",
+    help="CompoWorld: composable, verified worlds for tool-using agents.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+app.add_typer(services_app, name="services")
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()
