@@ -93,6 +93,16 @@ def _is_record(schema: dict[str, Any]) -> bool:
     return schema.get("type") == "object" and "properties" in schema
 
 
+def _described(schema: dict[str, Any], defs: dict[str, Any]) -> bool:
+    """A description on the property, its referenced model, its items or its non-null branch."""
+    schema = _resolve(schema, defs) | {k: v for k, v in schema.items() if k != "$ref"}
+    if schema.get("description"):
+        return True
+    if isinstance(schema.get("items"), dict) and _described(schema["items"], defs):
+        return True
+    return any(_described(b, defs) for b in schema.get("anyOf", []) if b.get("type") != "null")
+
+
 def untyped_fields(schema: dict[str, Any], defs: dict[str, Any], path: str, seen: set[str] | None = None) -> list[str]:
     """Paths of properties that lack a semantic type or a description (recursing into records)."""
     seen = set() if seen is None else seen
@@ -107,7 +117,7 @@ def untyped_fields(schema: dict[str, Any], defs: dict[str, Any], path: str, seen
         for name, prop in branch["properties"].items():
             where = f"{path}.{name}" if path else name
             nested = [b for b in _branches(prop, defs) if _is_record(b)]
-            if not prop.get("description") and not _resolve(prop, defs).get("description"):
+            if not _described(prop, defs):
                 missing.append(f"{where} (no description)")
             if nested:
                 missing.extend(untyped_fields(prop, defs, where, seen))
