@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from enum import Enum
+from enum import StrEnum
 from typing import Annotated, Any
 
 import typer
@@ -17,7 +17,7 @@ app = typer.Typer(help="Inspect, check and serve the tool services.", no_args_is
 console = Console()
 
 
-class Transport(str, Enum):
+class Transport(StrEnum):
     stdio = "stdio"
     http = "http"
 
@@ -63,7 +63,9 @@ def signature(tool: Tool) -> str:
 
 
 @app.command("list")
-def list_services(as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False) -> None:
+def list_services(
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+) -> None:
     """List every registered service with its tool counts."""
     rows = [service_summary(s) for s in all_services().values()]
     if as_json:
@@ -73,11 +75,22 @@ def list_services(as_json: Annotated[bool, typer.Option("--json", help="Print JS
     for column in ("service", "category", "source", "tools", "read", "write"):
         table.add_column(column, justify="right" if column in ("tools", "read", "write") else "left")
     for row in rows:
-        table.add_row(row["name"], row["category"], row["source"], str(row["tools"]), str(row["read"]), str(row["write"]))
+        table.add_row(
+            row["name"],
+            row["category"],
+            row["source"],
+            str(row["tools"]),
+            str(row["read"]),
+            str(row["write"]),
+        )
     table.add_section()
     table.add_row(
-        f"{len(rows)} services", "", "", str(sum(r["tools"] for r in rows)),
-        str(sum(r["read"] for r in rows)), str(sum(r["write"] for r in rows)),
+        f"{len(rows)} services",
+        "",
+        "",
+        str(sum(r["tools"] for r in rows)),
+        str(sum(r["read"] for r in rows)),
+        str(sum(r["write"] for r in rows)),
     )
     console.print(table)
 
@@ -91,8 +104,13 @@ def show(
     service = _lookup(name)
     if as_json:
         tools = [
-            {"name": t.name, "kind": t.kind, "description": t.description, "input_schema": t.input_schema,
-             "output_schema": t.output_schema}
+            {
+                "name": t.name,
+                "kind": t.kind,
+                "description": t.description,
+                "input_schema": t.input_schema,
+                "output_schema": t.output_schema,
+            }
             for t in service.tools.values()
         ]
         print(json.dumps({**service_summary(service), "tool_list": tools}, indent=2))
@@ -128,7 +146,9 @@ def check(
 @app.command("serve")
 def serve(
     name: Annotated[str, typer.Argument(help="Service name, e.g. email.")],
-    transport: Annotated[Transport, typer.Option(help="stdio (for desktop clients) or streamable HTTP.")] = Transport.stdio,
+    transport: Annotated[
+        Transport, typer.Option(help="stdio (for desktop clients) or streamable HTTP.")
+    ] = Transport.stdio,
     seed: Annotated[int, typer.Option(help="World seed of the service's initial state.")] = 0,
     host: Annotated[str, typer.Option(help="HTTP bind address.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="HTTP port.")] = 8765,

@@ -27,7 +27,7 @@ import json
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import jsonschema
 from hypothesis import HealthCheck, given, settings
@@ -39,8 +39,14 @@ from servers.state import snapshot, stable_hash
 from servers.types import semantic_of
 
 UNKNOWN_ID = "zz-unknown-0000"
-WRONG_TYPED: dict[str, Any] = {"string": 12345, "integer": "not-a-number", "number": "NaN-text", "boolean": "maybe",
-                               "array": {"not": "a list"}, "object": ["not", "an", "object"]}
+WRONG_TYPED: dict[str, Any] = {
+    "string": 12345,
+    "integer": "not-a-number",
+    "number": "NaN-text",
+    "boolean": "maybe",
+    "array": {"not": "a list"},
+    "object": ["not", "an", "object"],
+}
 
 
 @dataclass(frozen=True)
@@ -171,7 +177,7 @@ def _valid_inputs(tool: Tool, values: dict[str, list[Any]]) -> st.SearchStrategy
 
     @st.composite
     def build(draw: st.DrawFn) -> dict[str, Any]:
-        args = dict(draw(base))
+        args: dict[str, Any] = dict(cast(dict[str, Any], draw(base)))
         for name, prop in props.items():
             kind = semantic_of(prop)
             if kind in values and draw(st.booleans()):
@@ -302,8 +308,11 @@ def _check_tool(
             code = envelope.get("error", {}).get("code") if not envelope.get("success") else None
             if code != 400 or changed:
                 flag("invalid-input", f"{label}: expected a 400 envelope and no change, got {envelope!r}")
-        own = [n for n, p in tool.input_schema.get("properties", {}).items()
-               if (semantic_of(p) or "").startswith(f"{service.name}.") and (semantic_of(p) or "").endswith("_id")]
+        own = [
+            n
+            for n, p in tool.input_schema.get("properties", {}).items()
+            if (semantic_of(p) or "").startswith(f"{service.name}.") and (semantic_of(p) or "").endswith("_id")
+        ]
         if own:
             unknown = {**args, **{n: UNKNOWN_ID for n in own}}
             for name in own:
@@ -311,7 +320,10 @@ def _check_tool(
                     unknown[name] = [UNKNOWN_ID]
             envelope, changed = run(unknown)
             if envelope.get("success") or changed:
-                flag("unknown-id", f"unknown id(s) for {own}: expected an error and no change, got {envelope!r}")
+                flag(
+                    "unknown-id",
+                    f"unknown id(s) for {own}: expected an error and no change, got {envelope!r}",
+                )
 
     try:
         _run_examples(example, examples, _valid_inputs(tool, values))

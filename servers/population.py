@@ -35,8 +35,25 @@ TITLES = {
     "Marketing": ("Marketing Manager", "Content Strategist", "Growth Analyst"),
     "Legal": ("Legal Counsel", "Paralegal", "Compliance Officer"),
 }
-EXTERNAL_TITLES = ("CEO", "CFO", "Head of Procurement", "IT Director", "Operations Lead", "Buyer", "Office Manager")
-INDUSTRIES = ("Logistics", "Healthcare", "Retail", "Manufacturing", "Software", "Education", "Hospitality", "Energy")
+EXTERNAL_TITLES = (
+    "CEO",
+    "CFO",
+    "Head of Procurement",
+    "IT Director",
+    "Operations Lead",
+    "Buyer",
+    "Office Manager",
+)
+INDUSTRIES = (
+    "Logistics",
+    "Healthcare",
+    "Retail",
+    "Manufacturing",
+    "Software",
+    "Education",
+    "Hospitality",
+    "Energy",
+)
 PRODUCT_KINDS = (
     ("Laptop Stand", 49.0),
     ("Wireless Headset", 129.0),
@@ -52,7 +69,13 @@ PRODUCT_KINDS = (
     ("Label Printer", 159.0),
 )
 COUNTRIES = (("US", "USD"), ("US", "USD"), ("US", "USD"), ("GB", "GBP"), ("DE", "EUR"), ("FR", "EUR"))
-NICKNAME_VARIANTS = {"John": "Jon", "Jon": "John", "Katherine": "Catherine", "Steven": "Stephen", "Sara": "Sarah"}
+NICKNAME_VARIANTS = {
+    "John": "Jon",
+    "Jon": "John",
+    "Katherine": "Catherine",
+    "Steven": "Stephen",
+    "Sara": "Sarah",
+}
 
 
 class Company(BaseModel):
@@ -160,7 +183,7 @@ def _company(fake: Faker, rng: random.Random, index: int, relation: str, phones:
         country=country,
         currency=currency,
         phone=_phone(rng, phones),
-        relation=relation,  # type: ignore[arg-type]
+        relation=relation,
     )
 
 
@@ -219,7 +242,9 @@ def _generate(seed: int) -> Population:
         employees.append(_person(fake, rng, index + 1, org, department, title, used, phones))
     # Department heads (the first of each department) manage the rest of their department.
     heads = {p.department: p.id for p in employees[: len(DEPARTMENTS)]}
-    employees = [p if p.id in heads.values() else p.model_copy(update={"manager_id": heads[p.department]}) for p in employees]
+    employees = [
+        p if p.id in heads.values() else p.model_copy(update={"manager_id": heads[p.department]}) for p in employees
+    ]
     me = employees[5].model_copy(update={"title": "Operations Manager"})  # the user the agent works for
     employees[5] = me
 

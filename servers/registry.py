@@ -27,7 +27,9 @@ class UnknownService(KeyError):
 def _native_modules() -> list[str]:
     import servers.native as native
 
-    return sorted(f"{native.__name__}.{m.name}" for m in pkgutil.iter_modules(native.__path__) if not m.name.startswith("_"))
+    return sorted(
+        f"{native.__name__}.{m.name}" for m in pkgutil.iter_modules(native.__path__) if not m.name.startswith("_")
+    )
 
 
 @lru_cache(maxsize=1)
@@ -40,7 +42,9 @@ def all_services() -> dict[str, Service[Any]]:
         if not isinstance(candidate, Service):
             raise TypeError(f"{origin} does not define a Service (got {type(candidate).__name__})")
         if candidate.name in found:
-            raise ValueError(f"service name {candidate.name!r} is defined twice: {origins[candidate.name]} and {origin}")
+            raise ValueError(
+                f"service name {candidate.name!r} is defined twice: {origins[candidate.name]} and {origin}"
+            )
         found[candidate.name] = candidate
         origins[candidate.name] = origin
 

@@ -76,7 +76,11 @@ def build_server(
         return envelope_result(envelope)
 
     return Server(
-        name, version=version, instructions=instructions, on_list_tools=on_list_tools, on_call_tool=on_call_tool
+        name,
+        version=version,
+        instructions=instructions,
+        on_list_tools=on_list_tools,
+        on_call_tool=on_call_tool,
     )
 
 

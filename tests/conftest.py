@@ -21,7 +21,9 @@ def wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 30.
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"server exited early with {proc.returncode}: {proc.stderr.read() if proc.stderr else ''!r}")
+            raise RuntimeError(
+                f"server exited early with {proc.returncode}: {proc.stderr.read() if proc.stderr else ''!r}"
+            )
         with socket.socket() as sock:
             if sock.connect_ex(("127.0.0.1", port)) == 0:
                 return

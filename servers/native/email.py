@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 import random
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
@@ -46,14 +46,14 @@ from servers.types import (
     Query,
     Tag,
     Title,
-    id_type,
-    semantic,
+    ident,
+    sem,
 )
 
-MessageId = id_type("email", "message")
-ThreadId = id_type("email", "thread")
-DraftId = id_type("email", "draft")
-Folder = semantic("email.folder", Literal["inbox", "sent", "archive", "trash"], "Mailbox folder.")
+MessageId = Annotated[str, ident("email", "message")]
+ThreadId = Annotated[str, ident("email", "thread")]
+DraftId = Annotated[str, ident("email", "draft")]
+Folder = Annotated[Literal["inbox", "sent", "archive", "trash"], sem("email.folder", "Mailbox folder.")]
 
 
 class Message(Record):
@@ -108,12 +108,14 @@ def seed(rng: random.Random, world: Population) -> EmailState:
     state = EmailState(owner=me.email, owner_name=me.name, clock=world.now)
     colleagues = [p for p in world.employees if p.id != me.id]
 
-    def add(sender_email: str, sender: str, to: list[str], subject: str, body: str, days_ago: float, **kw: object) -> Message:
+    def add(
+        sender_email: str, sender: str, to: list[str], subject: str, body: str, days_ago: float, **kw: object
+    ) -> Message:
         thread = kw.pop("thread_id", None) or state.new_id("thr")
         message = Message(
             id=state.new_id("msg"),
             thread_id=str(thread),
-            folder=kw.pop("folder", "inbox"),  # type: ignore[arg-type]
+            folder=kw.pop("folder", "inbox"),
             from_address=sender_email,
             from_name=sender,
             to=to,
@@ -164,31 +166,80 @@ def seed(rng: random.Random, world: Population) -> EmailState:
             )
             labels = ["support"]
         attachments = [f"{po}.pdf"] if kind == "invoice" else []
-        first = add(contact.email, contact.name, [me.email], subject, body, rng.uniform(0.1, 20), labels=labels,
-                    attachments=attachments)
+        first = add(
+            contact.email,
+            contact.name,
+            [me.email],
+            subject,
+            body,
+            rng.uniform(0.1, 20),
+            labels=labels,
+            attachments=attachments,
+        )
         if rng.random() < 0.25:  # a re-sent near-duplicate in the same thread
-            add(contact.email, contact.name, [me.email], f"Re: {subject}", body + "\n\n(resending in case this got lost)",
-                rng.uniform(0.05, 0.1), thread_id=first.thread_id, labels=labels, read=False)
+            add(
+                contact.email,
+                contact.name,
+                [me.email],
+                f"Re: {subject}",
+                body + "\n\n(resending in case this got lost)",
+                rng.uniform(0.05, 0.1),
+                thread_id=first.thread_id,
+                labels=labels,
+                read=False,
+            )
 
     for colleague in rng.sample(colleagues, 10):
         topic = rng.choice(("budget", "offsite", "hiring", "vendor", "roadmap"))
-        add(colleague.email, colleague.name, [me.email], f"Quick question about the {topic}",
+        add(
+            colleague.email,
+            colleague.name,
+            [me.email],
+            f"Quick question about the {topic}",
             f"Hi {me.first_name}, do you have five minutes today to talk about the {topic}? — {colleague.first_name}",
-            rng.uniform(0.2, 10))
+            rng.uniform(0.2, 10),
+        )
     for _ in range(6):  # stale archived mail
         person = rng.choice(world.people)
-        add(person.email, person.name, [me.email], f"Old thread: {rng.choice(('Q3 plan', 'holiday cover', 'renewal'))}",
-            "Archived for reference.", rng.uniform(60, 200), folder="archive", read=True)
+        add(
+            person.email,
+            person.name,
+            [me.email],
+            f"Old thread: {rng.choice(('Q3 plan', 'holiday cover', 'renewal'))}",
+            "Archived for reference.",
+            rng.uniform(60, 200),
+            folder="archive",
+            read=True,
+        )
     for _ in range(4):
-        add("news@industry-digest.com", "Industry Digest", [me.email], "This week in operations",
-            "Top stories of the week. Unsubscribe any time.", rng.uniform(1, 30), labels=["newsletter"])
+        add(
+            "news@industry-digest.com",
+            "Industry Digest",
+            [me.email],
+            "This week in operations",
+            "Top stories of the week. Unsubscribe any time.",
+            rng.uniform(1, 30),
+            labels=["newsletter"],
+        )
     for colleague in rng.sample(colleagues, 4):
-        add(me.email, me.name, [colleague.email], f"Follow-up: {rng.choice(('supplier review', 'office move'))}",
-            f"Hi {colleague.first_name}, following up on our chat. — {me.first_name}", rng.uniform(1, 15),
-            folder="sent", read=True)
+        add(
+            me.email,
+            me.name,
+            [colleague.email],
+            f"Follow-up: {rng.choice(('supplier review', 'office move'))}",
+            f"Hi {colleague.first_name}, following up on our chat. — {me.first_name}",
+            rng.uniform(1, 15),
+            folder="sent",
+            read=True,
+        )
     for contact in rng.sample(list(world.contacts), 2):
-        draft = Draft(id=state.new_id("dft"), to=[contact.email], subject=f"Proposal for {contact.company}",
-                      body="Draft — numbers to be confirmed.", updated_at=world.now - dt.timedelta(days=1))
+        draft = Draft(
+            id=state.new_id("dft"),
+            to=[contact.email],
+            subject=f"Proposal for {contact.company}",
+            body="Draft — numbers to be confirmed.",
+            updated_at=world.now - dt.timedelta(days=1),
+        )
         state.drafts[draft.id] = draft
     return state
 
@@ -299,7 +350,11 @@ def _check_recipients(to: list[str]) -> None:
 
 @service.write
 def send_message(
-    state: EmailState, to: list[EmailAddress], subject: Title, body: DocumentText, cc: list[EmailAddress] | None = None
+    state: EmailState,
+    to: list[EmailAddress],
+    subject: Title,
+    body: DocumentText,
+    cc: list[EmailAddress] | None = None,
 ) -> Message:
     """Send a new message from the user's mailbox.
 
@@ -367,8 +422,15 @@ def create_draft(
     """
     if reply_to is not None:
         require(state.messages, reply_to, "message")
-    draft = Draft(id=state.new_id("dft"), to=to, cc=cc or [], subject=subject, body=body, reply_to=reply_to,
-                  updated_at=state.tick())
+    draft = Draft(
+        id=state.new_id("dft"),
+        to=to,
+        cc=cc or [],
+        subject=subject,
+        body=body,
+        reply_to=reply_to,
+        updated_at=state.tick(),
+    )
     state.drafts[draft.id] = draft
     return draft
 

@@ -7,12 +7,16 @@ so a rejected call leaves the state changed — exactly what "validate before yo
 from __future__ import annotations
 
 import random
+from typing import Annotated
 
 from servers.framework import BadRequest, Record, Service, ServiceState, require
 from servers.population import Population
-from servers.types import Title, id_type
+from servers.types import (
+    Title,
+    ident,
+)
 
-ItemId = id_type("broken", "item")
+ItemId = Annotated[str, ident("broken", "item")]
 
 
 class Item(Record):

@@ -49,7 +49,10 @@ def test_unknown_tool_is_a_404_envelope() -> None:
 
 def test_unknown_argument_is_named_in_a_400() -> None:
     envelope = email.call(email.seed_state(0), "list_messages", {"colour": "red"})
-    assert envelope["error"] == {"code": 400, "message": "invalid arguments for 'list_messages': unknown argument 'colour'"}
+    assert envelope["error"] == {
+        "code": 400,
+        "message": "invalid arguments for 'list_messages': unknown argument 'colour'",
+    }
 
 
 def test_missing_argument_is_named_in_a_400() -> None:

@@ -60,7 +60,8 @@ def test_in_memory_client_calls_tools() -> None:
 @pytest.mark.slow
 def test_stdio_client_calls_tools() -> None:
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "training.cli", "services", "serve", "email", "--transport", "stdio"]
+        command=sys.executable,
+        args=["-m", "training.cli", "services", "serve", "email", "--transport", "stdio"],
     )
 
     async def main() -> None:
