@@ -1,0 +1,171 @@
+"""The hub's registry: one flat, immutable table of every tool from every source, built once.
+
+Sources are native services (``servers``), external MCP servers (``hub.external``) and, later,
+the world model. Each tool is known by its qualified name ``<service>__<tool>``; lookups are one
+dict access and every listing the MCP surfaces serve is computed once at build time.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Literal, Protocol
+
+import mcp_types as types
+
+from servers.framework import Envelope, Service, ServiceState, Source, Tool
+from servers.serving import mcp_tool
+
+TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+SEPARATOR = "__"
+
+
+class RegistryError(ValueError):
+    """The registry cannot be built (name collision, invalid tool name, …)."""
+
+
+def qualify(service: str, tool: str) -> str:
+    return f"{service}{SEPARATOR}{tool}"
+
+
+class ToolBackend(Protocol):
+    """How a world runs one source's tools: native services hold a state; others do not."""
+
+    def call(self, state: Any, tool: str, arguments: dict[str, Any]) -> Envelope: ...
+
+
+@dataclass(frozen=True)
+class ToolEntry:
+    """One tool of the registry."""
+
+    qualified: str
+    service: str
+    name: str
+    kind: Literal["read", "write"]
+    description: str
+    input_schema: Mapping[str, Any]
+    output_schema: Mapping[str, Any] | None
+    mcp: types.Tool
+    native: Tool | None = None
+
+
+@dataclass(frozen=True)
+class ServiceEntry:
+    """One mounted service: its metadata, its tools and how to run them."""
+
+    name: str
+    source: Source
+    category: str
+    description: str
+    version: str
+    tools: tuple[ToolEntry, ...]
+    origin: str
+    native: Service[Any] | None = None
+    backend: Any = None
+
+    @property
+    def stateful(self) -> bool:
+        return self.native is not None
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "source": self.source,
+            "category": self.category,
+            "description": self.description,
+            "tools": len(self.tools),
+            "read": sum(t.kind == "read" for t in self.tools),
+            "write": sum(t.kind == "write" for t in self.tools),
+            "origin": self.origin,
+        }
+
+
+def native_entry(service: Service[Any]) -> ServiceEntry:
+    tools = []
+    for tool in service.tools.values():
+        qualified = qualify(service.name, tool.name)
+        tools.append(
+            ToolEntry(
+                qualified=qualified,
+                service=service.name,
+                name=tool.name,
+                kind=tool.kind,
+                description=tool.description,
+                input_schema=tool.input_schema,
+                output_schema=tool.output_schema,
+                mcp=mcp_tool(tool, qualified),
+                native=tool,
+            )
+        )
+    return ServiceEntry(
+        name=service.name,
+        source=service.source,
+        category=service.category,
+        description=service.description,
+        version=str(service.version),
+        tools=tuple(tools),
+        origin=f"servers:{service.name}",
+        native=service,
+    )
+
+
+@dataclass(frozen=True)
+class Registry:
+    """Every service and tool, by name; immutable once built."""
+
+    services: Mapping[str, ServiceEntry]
+    tools: Mapping[str, ToolEntry]
+    _listings: dict[frozenset[str], list[types.Tool]] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def build(cls, entries: Iterable[ServiceEntry]) -> Registry:
+        services: dict[str, ServiceEntry] = {}
+        tools: dict[str, ToolEntry] = {}
+        owners: dict[str, str] = {}
+        for entry in entries:
+            if entry.name in services:
+                raise RegistryError(
+                    f"service name {entry.name!r} is provided twice: {services[entry.name].origin} and {entry.origin}"
+                )
+            if SEPARATOR in entry.name:
+                raise RegistryError(f"service name {entry.name!r} ({entry.origin}) must not contain {SEPARATOR!r}")
+            for tool in entry.tools:
+                if not TOOL_NAME_RE.match(tool.qualified):
+                    raise RegistryError(
+                        f"tool name {tool.qualified!r} ({entry.origin}) is not valid for MCP clients: "
+                        "use letters, digits, '_' or '-', at most 64 characters"
+                    )
+                if tool.qualified in tools:
+                    raise RegistryError(
+                        f"tool {tool.qualified!r} is provided twice: {owners[tool.qualified]} and {entry.origin}"
+                    )
+                tools[tool.qualified] = tool
+                owners[tool.qualified] = entry.origin
+            services[entry.name] = entry
+        return cls(services=MappingProxyType(services), tools=MappingProxyType(tools))
+
+    @classmethod
+    def from_services(cls, services: Iterable[Service[Any]], extra: Iterable[ServiceEntry] = ()) -> Registry:
+        return cls.build([*(native_entry(s) for s in services), *extra])
+
+    def listing(self, services: Sequence[str]) -> list[types.Tool]:
+        """The direct surface's tool list for a set of mounted services (computed once per set)."""
+        key = frozenset(services)
+        cached = self._listings.get(key)
+        if cached is None:
+            cached = [t.mcp for name in sorted(key) for t in self.services[name].tools]
+            self._listings[key] = cached
+        return cached
+
+    def require_services(self, names: Iterable[str]) -> list[str]:
+        names = list(dict.fromkeys(names))
+        unknown = [n for n in names if n not in self.services]
+        if unknown:
+            raise KeyError(f"unknown service(s) {unknown}; known: {', '.join(self.services)}")
+        return names
+
+
+def empty_state_map() -> dict[str, ServiceState]:
+    return {}

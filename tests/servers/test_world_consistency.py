@@ -1,0 +1,47 @@
+"""One shared population: the same people and companies appear across services."""
+
+from __future__ import annotations
+
+from servers.conformance import state_values
+from servers.population import Population
+from servers.registry import all_services
+
+SEED = 3
+
+
+def _values(kind: str) -> dict[str, set[str]]:
+    found: dict[str, set[str]] = {}
+    for name, service in all_services().items():
+        values = state_values(service, service.seed_state(SEED)).get(kind, [])
+        if values:
+            found[name] = {str(v).lower() for v in values}
+    return found
+
+
+def test_most_services_reference_population_people_by_email() -> None:
+    people = {p.email.lower() for p in Population.generate(SEED).people}
+    by_service = _values("email_address")
+    assert len(by_service) >= 12, sorted(by_service)
+    for name, emails in by_service.items():
+        known = emails & people
+        assert len(known) >= 0.5 * len(emails), f"{name}: only {len(known)}/{len(emails)} emails are population people"
+
+
+def test_the_same_people_appear_in_many_services() -> None:
+    by_service = _values("email_address")
+    counts: dict[str, int] = {}
+    for emails in by_service.values():
+        for email in emails:
+            counts[email] = counts.get(email, 0) + 1
+    me = Population.generate(SEED).me.email.lower()
+    assert counts.get(me, 0) >= 6
+    assert sum(1 for c in counts.values() if c >= 4) >= 10
+
+
+def test_company_names_come_from_the_population() -> None:
+    world = Population.generate(SEED)
+    companies = {c.name.lower() for c in (*world.companies, world.org)}
+    by_service = _values("company_name")
+    assert len(by_service) >= 3, sorted(by_service)
+    for name, values in by_service.items():
+        assert len(values & companies) >= 0.5 * len(values), f"{name}: company names outside the population"
