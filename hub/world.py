@@ -169,6 +169,11 @@ class World:
         with self._lock:
             return self._handler(CallContext(self, tool, args, entry))  # type: ignore[arg-type]
 
+    @property
+    def stateful_services(self) -> frozenset[str]:
+        """Mounted services whose state lives in this world (native ones; not external)."""
+        return frozenset(self._slots)
+
     def slot(self, service: str) -> ServiceSlot:
         return self._slots[service]
 

@@ -1,0 +1,54 @@
+"""A tiny external MCP server over stdio for the hub's tests: it can report its pid and hang."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.server import Server
+from mcp.server.context import ServerRequestContext
+
+from servers.serving import run_stdio
+
+TOOLS = [
+    types.Tool(
+        name="pid",
+        description="Return the process id.",
+        input_schema={"type": "object", "properties": {}},
+        annotations=types.ToolAnnotations(read_only_hint=True),
+    ),
+    types.Tool(
+        name="echo",
+        description="Echo a text.",
+        input_schema={"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+    ),
+    types.Tool(
+        name="hang",
+        description="Never answer.",
+        input_schema={"type": "object", "properties": {}},
+    ),
+]
+
+
+async def on_list_tools(
+    ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+) -> types.ListToolsResult:
+    return types.ListToolsResult(tools=TOOLS)
+
+
+async def on_call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
+    args = params.arguments or {}
+    if params.name == "pid":
+        return types.CallToolResult(content=[], structured_content={"pid": os.getpid()})
+    if params.name == "echo":
+        return types.CallToolResult(content=[types.TextContent(type="text", text=str(args.get("text")))])
+    if params.name == "hang":
+        time.sleep(3600)  # blocks the whole process, like a wedged server
+    return types.CallToolResult(content=[types.TextContent(type="text", text="unknown tool")], is_error=True)
+
+
+if __name__ == "__main__":
+    anyio.run(run_stdio, Server("fake-external", on_list_tools=on_list_tools, on_call_tool=on_call_tool))
