@@ -84,8 +84,8 @@ class HubHTTP:
 
     # -- worlds ------------------------------------------------------------------------------
 
-    def add_world(self, world: World, surface: Surface = "direct") -> WorldAccess:
-        access = WorldAccess(world, secrets.token_urlsafe(24), surface)
+    def add_world(self, world: World, surface: Surface = "direct", token: str | None = None) -> WorldAccess:
+        access = WorldAccess(world, token or secrets.token_urlsafe(24), surface)
         self.access[world.id] = access
         return access
 

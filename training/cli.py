@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import typer
 
+from hub.cli import app as hub_app
 from servers.cli import app as services_app
 
 app = typer.Typer(
@@ -19,6 +20,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(services_app, name="services")
+app.add_typer(hub_app, name="hub")
 
 
 def main() -> None:
