@@ -21,7 +21,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Annotated, Any, Final, Literal
 
-from pydantic import Field
+from pydantic import BeforeValidator, Field
 
 SEMANTIC_KEY: Final = "x-semantic-type"
 
@@ -98,8 +98,19 @@ CountryCode = Annotated[str, sem("country_code", "ISO 3166-1 alpha-2 country cod
 Username = Annotated[str, sem("username", "Login or handle of a user.", pattern=r"^[a-z0-9._-]{2,40}$")]
 
 # Time
-Date = Annotated[dt.date, sem("date", "Calendar date (YYYY-MM-DD).")]
-DateTime = Annotated[dt.datetime, sem("date_time", "Date and time with timezone (ISO 8601).")]
+
+
+def _iso_text(value: Any) -> Any:
+    # pydantic would read a number as a Unix timestamp; a tool argument must be ISO 8601 text.
+    if isinstance(value, int | float):
+        raise ValueError("expected an ISO 8601 string, not a number")
+    return value
+
+
+Date = Annotated[dt.date, BeforeValidator(_iso_text), sem("date", "Calendar date (YYYY-MM-DD).")]
+DateTime = Annotated[
+    dt.datetime, BeforeValidator(_iso_text), sem("date_time", "Date and time with timezone (ISO 8601).")
+]
 Minutes = Annotated[int, sem("duration_minutes", "Duration in minutes.", ge=0, le=100_000)]
 Days = Annotated[float, sem("duration_days", "Duration in days (half days allowed).", ge=0, le=365)]
 

@@ -1,0 +1,831 @@
+"""Invoicing: customers, invoices with line items, payments, refunds and credit notes.
+
+Tools: list_customers, get_customer, create_customer, update_customer, archive_customer,
+list_invoices, get_invoice, create_invoice, add_invoice_line, update_invoice, finalize_invoice,
+send_invoice, record_payment, refund_payment, issue_credit_note, void_invoice,
+list_overdue_invoices, list_payments.
+State: customers, invoices, payments, refunds and credit notes by id; the price list by SKU;
+the next invoice (INV-) and credit note (CN-) numbers.
+Seed: a billing customer for every customer, partner and prospect company of the population
+(billing email = one of its contacts), a second billing contact at the same companies
+(near-duplicates) and archived stale duplicates; about 50 invoices in every status — drafts,
+open (some overdue, some partly paid or credited), paid (a few partly refunded), void — including
+voided invoices re-issued with the same lines; the payments, refunds and credit notes behind them.
+Rules: invoices go draft → open → paid, or to void; only drafts can be edited and a draft needs a
+line to be finalised (409); only open invoices take payments and credit notes, which may not
+exceed the amount due (400); a refund may not exceed what is left of its payment (400); paid
+invoices and invoices with payments cannot be voided (409); drafts and void invoices cannot be
+sent (409); archived customers cannot be invoiced or edited, customers with draft or open
+invoices cannot be archived, and an active customer's billing email is unique (409).
+Version history: 1 — first version.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from servers.framework import (
+    BadRequest,
+    Conflict,
+    NotFound,
+    Page,
+    Record,
+    Service,
+    ServiceState,
+    contains,
+    paginate,
+    require,
+)
+from servers.population import Population
+from servers.types import (
+    CompanyName,
+    Count,
+    CountryCode,
+    Currency,
+    Date,
+    DateTime,
+    EmailAddress,
+    Flag,
+    Limit,
+    MoneyAmount,
+    Note,
+    Offset,
+    Percentage,
+    PersonName,
+    ProductName,
+    Quantity,
+    Query,
+    ReferenceCode,
+    Sku,
+    StreetAddress,
+    ident,
+    sem,
+)
+
+CustomerId = Annotated[str, ident("invoicing", "customer")]
+InvoiceId = Annotated[str, ident("invoicing", "invoice")]
+PaymentId = Annotated[str, ident("invoicing", "payment")]
+RefundId = Annotated[str, ident("invoicing", "refund")]
+CreditNoteId = Annotated[str, ident("invoicing", "credit_note")]
+InvoiceStatus = Annotated[
+    Literal["draft", "open", "paid", "void"],
+    sem("invoicing.invoice_status", "Invoice status: draft (editable), open (awaiting payment), paid or void."),
+]
+PaymentMethod = Annotated[
+    Literal["bank_transfer", "card", "check", "cash"], sem("invoicing.payment_method", "How a payment was made.")
+]
+NetTerms = Annotated[int, sem("invoicing.net_terms", "Days from issue until an invoice is due.", ge=0, le=120)]
+
+MAX_TOTAL = 1e9
+TAX_BY_COUNTRY = {"US": 0.0, "GB": 20.0, "DE": 19.0, "FR": 20.0}
+
+
+class Customer(Record):
+    id: CustomerId
+    company: CompanyName = Field(description="Company that is billed.")
+    billing_email: EmailAddress = Field(description="Address invoices are sent to (the billing contact).")
+    contact_name: PersonName = Field(description="Name of the billing contact.")
+    currency: Currency = Field(description="Currency the customer is invoiced in.")
+    country: CountryCode = Field(description="Country of the billing address.")
+    address: StreetAddress | None = Field(default=None, description="Billing address, if known.")
+    net_terms: NetTerms
+    archived: Flag = Field(default=False, description="Whether the customer is archived (no new invoices).")
+    created_at: DateTime = Field(description="When the customer was created.")
+
+
+class LineItem(Record):
+    sku: Sku
+    description: ProductName = Field(description="Product name printed on the line.")
+    quantity: Quantity
+    unit_price: MoneyAmount = Field(description="Price of one unit in the invoice currency.")
+    amount: MoneyAmount = Field(description="Line total: quantity × unit price.")
+
+
+class Invoice(Record):
+    id: InvoiceId
+    number: ReferenceCode = Field(description="Invoice number, e.g. INV-1042.")
+    customer_id: CustomerId
+    company: CompanyName = Field(description="Company billed.")
+    billing_email: EmailAddress = Field(description="Billing address of the customer when invoiced.")
+    status: InvoiceStatus
+    currency: Currency
+    lines: list[LineItem] = Field(default_factory=list, description="Line items, one per SKU.")
+    tax_rate: Percentage = Field(description="Tax rate applied to the subtotal.")
+    subtotal: MoneyAmount = Field(default=0.0, description="Sum of the line amounts.")
+    tax: MoneyAmount = Field(default=0.0, description="Tax on the subtotal.")
+    total: MoneyAmount = Field(default=0.0, description="Subtotal plus tax.")
+    amount_paid: MoneyAmount = Field(default=0.0, description="Sum of the payments recorded.")
+    amount_refunded: MoneyAmount = Field(default=0.0, description="Sum refunded on those payments.")
+    amount_credited: MoneyAmount = Field(default=0.0, description="Sum of the credit notes issued.")
+    amount_due: MoneyAmount = Field(default=0.0, description="Still to pay: total − paid − credited.")
+    po_number: ReferenceCode | None = Field(default=None, description="Customer's purchase order number.")
+    memo: Note = Field(default="", description="Memo printed on the invoice.")
+    created_at: DateTime = Field(description="When the invoice was created.")
+    issued_at: DateTime | None = Field(default=None, description="When it was finalised, if it was.")
+    due_date: Date | None = Field(default=None, description="Date payment is due (set when finalised).")
+    paid_at: DateTime | None = Field(default=None, description="When it was paid in full.")
+    voided_at: DateTime | None = Field(default=None, description="When it was voided.")
+    last_sent_to: EmailAddress | None = Field(default=None, description="Address it was last sent to.")
+    times_sent: Count = Field(default=0, description="How many times it has been sent.")
+
+
+class Payment(Record):
+    id: PaymentId
+    invoice_id: InvoiceId
+    invoice_number: ReferenceCode = Field(description="Number of the invoice paid.")
+    company: CompanyName = Field(description="Company that paid.")
+    amount: MoneyAmount = Field(description="Amount received.")
+    currency: Currency
+    method: PaymentMethod
+    reference: ReferenceCode | None = Field(default=None, description="Bank or remittance reference.")
+    received_at: DateTime = Field(description="When the payment was received.")
+    amount_refunded: MoneyAmount = Field(default=0.0, description="Amount refunded from this payment.")
+
+
+class Refund(Record):
+    id: RefundId
+    payment_id: PaymentId
+    invoice_id: InvoiceId
+    amount: MoneyAmount = Field(description="Amount refunded.")
+    currency: Currency
+    reason: Note = Field(description="Why the money was refunded.")
+    created_at: DateTime = Field(description="When the refund was issued.")
+
+
+class CreditNote(Record):
+    id: CreditNoteId
+    number: ReferenceCode = Field(description="Credit note number, e.g. CN-0512.")
+    invoice_id: InvoiceId
+    invoice_number: ReferenceCode = Field(description="Number of the invoice credited.")
+    amount: MoneyAmount = Field(description="Amount credited against the invoice.")
+    currency: Currency
+    reason: Note = Field(description="Why the credit was issued.")
+    created_at: DateTime = Field(description="When the credit note was issued.")
+
+
+class PriceListItem(Record):
+    sku: Sku
+    name: ProductName
+    unit_price: MoneyAmount = Field(description="List price of one unit.")
+
+
+class InvoicingState(ServiceState):
+    customers: dict[str, Customer] = Field(default_factory=dict)
+    invoices: dict[str, Invoice] = Field(default_factory=dict)
+    payments: dict[str, Payment] = Field(default_factory=dict)
+    refunds: dict[str, Refund] = Field(default_factory=dict)
+    credit_notes: dict[str, CreditNote] = Field(default_factory=dict)
+    price_list: dict[str, PriceListItem] = Field(default_factory=dict)
+    next_invoice_number: int = 1001
+    next_credit_number: int = 501
+
+
+def _money(value: float) -> float:
+    return round(value, 2) + 0.0  # + 0.0 turns -0.0 into 0.0
+
+
+def _recompute(invoice: Invoice) -> None:
+    invoice.subtotal = _money(sum(line.amount for line in invoice.lines))
+    invoice.tax = _money(invoice.subtotal * invoice.tax_rate / 100)
+    invoice.total = _money(invoice.subtotal + invoice.tax)
+    invoice.amount_due = _money(max(0.0, invoice.total - invoice.amount_paid - invoice.amount_credited))
+
+
+def _check_total(name: str, subtotal: float, tax_rate: float) -> None:
+    if subtotal * (1 + tax_rate / 100) > MAX_TOTAL:
+        raise BadRequest(f"argument {name!r}: the invoice total would exceed {MAX_TOTAL:,.0f}")
+
+
+def _positive(name: str, amount: float) -> float:
+    if _money(amount) <= 0:
+        raise BadRequest(f"argument {name!r}: must be at least 0.01")
+    return _money(amount)
+
+
+def _new_invoice(state: InvoicingState, customer: Customer, at: dt.datetime, memo: str, po: str | None) -> Invoice:
+    tax_rate = TAX_BY_COUNTRY.get(customer.country, 0.0)
+    invoice = Invoice(
+        id=state.new_id("inv"),
+        number=f"INV-{state.next_invoice_number}",
+        customer_id=customer.id,
+        company=customer.company,
+        billing_email=customer.billing_email,
+        status="draft",
+        currency=customer.currency,
+        tax_rate=tax_rate,
+        created_at=at,
+        memo=memo,
+        po_number=po,
+    )
+    state.next_invoice_number += 1
+    state.invoices[invoice.id] = invoice
+    return invoice
+
+
+def _finalize(invoice: Invoice, net_terms: int, at: dt.datetime) -> None:
+    invoice.status, invoice.issued_at = "open", at
+    invoice.due_date = at.date() + dt.timedelta(days=net_terms)
+
+
+def _pay(
+    state: InvoicingState, invoice: Invoice, amount: float, method: PaymentMethod, ref: str | None, at: dt.datetime
+) -> Payment:
+    payment = Payment(
+        id=state.new_id("pay"),
+        invoice_id=invoice.id,
+        invoice_number=invoice.number,
+        company=invoice.company,
+        amount=amount,
+        currency=invoice.currency,
+        method=method,
+        reference=ref,
+        received_at=at,
+    )
+    state.payments[payment.id] = payment
+    invoice.amount_paid = _money(invoice.amount_paid + amount)
+    _recompute(invoice)
+    if invoice.amount_due == 0:
+        invoice.status, invoice.paid_at = "paid", at
+    return payment
+
+
+def _credit(state: InvoicingState, invoice: Invoice, amount: float, reason: str, at: dt.datetime) -> CreditNote:
+    note = CreditNote(
+        id=state.new_id("cn"),
+        number=f"CN-{state.next_credit_number}",
+        invoice_id=invoice.id,
+        invoice_number=invoice.number,
+        amount=amount,
+        currency=invoice.currency,
+        reason=reason,
+        created_at=at,
+    )
+    state.next_credit_number += 1
+    state.credit_notes[note.id] = note
+    invoice.amount_credited = _money(invoice.amount_credited + amount)
+    _recompute(invoice)
+    if invoice.amount_due == 0:
+        invoice.status, invoice.paid_at = "paid", at
+    return note
+
+
+def _refund(state: InvoicingState, payment: Payment, amount: float, reason: str, at: dt.datetime) -> Refund:
+    refund = Refund(
+        id=state.new_id("ref"),
+        payment_id=payment.id,
+        invoice_id=payment.invoice_id,
+        amount=amount,
+        currency=payment.currency,
+        reason=reason,
+        created_at=at,
+    )
+    state.refunds[refund.id] = refund
+    payment.amount_refunded = _money(payment.amount_refunded + amount)
+    invoice = state.invoices[payment.invoice_id]
+    invoice.amount_refunded = _money(invoice.amount_refunded + amount)
+    return refund
+
+
+def seed(rng: random.Random, world: Population) -> InvoicingState:
+    state = InvoicingState(clock=world.now)
+    for p in world.products:
+        state.price_list[p.sku] = PriceListItem(sku=p.sku, name=p.name, unit_price=p.unit_price)
+
+    def ago(days: float) -> dt.datetime:
+        return world.now - dt.timedelta(minutes=int(days * 1440))
+
+    def customer(company_id: str, contact_index: int, archived: bool = False) -> Customer:
+        company, contacts = world.company(company_id), world.contacts_of(company_id)
+        contact = contacts[contact_index % len(contacts)]
+        record = Customer(
+            id=state.new_id("cus"),
+            company=company.name,
+            billing_email=contact.email,
+            contact_name=contact.name,
+            currency=company.currency,
+            country=company.country,
+            address=f"{company.address}, {company.city}",
+            net_terms=rng.choice((15, 30, 30, 45, 60)),
+            archived=archived,
+            created_at=ago(rng.randint(200, 700)),
+        )
+        state.customers[record.id] = record
+        return record
+
+    billed = [c for c in world.companies if c.relation in ("customer", "partner", "prospect")]
+    active = [customer(c.id, 0) for c in billed]
+    active += [customer(c.id, 1) for c in billed if c.relation in ("customer", "partner")]
+    stale = [customer(c.id, 2, archived=True) for c in rng.sample(billed, 4)]
+
+    def invoice(cust: Customer, status: str, days: float, reissue_of: Invoice | None = None) -> Invoice:
+        po = f"PO-{rng.randint(10000, 99999)}" if rng.random() < 0.5 else None
+        inv = _new_invoice(state, cust, ago(days), "", po)
+        if reissue_of is not None:
+            inv.lines = [line.model_copy() for line in reissue_of.lines]
+            inv.memo, inv.po_number = f"Re-issue of {reissue_of.number} with corrected billing details.", None
+        for p in rng.sample(list(world.products), rng.randint(1, 3)) if reissue_of is None else []:
+            qty = rng.randint(1, 12) if p.category == "hardware" else rng.randint(1, 3)
+            line = LineItem(sku=p.sku, description=p.name, quantity=qty, unit_price=p.unit_price, amount=0)
+            line.amount = _money(qty * p.unit_price)
+            inv.lines.append(line)
+        _recompute(inv)
+        if status == "draft":
+            return inv
+        _finalize(inv, cust.net_terms, ago(days - 0.1))
+        inv.last_sent_to, inv.times_sent = cust.billing_email, 1
+        if status == "void":
+            inv.status, inv.voided_at = "void", ago(days - 1)
+        elif status == "partial":
+            share = _money(inv.total * rng.choice((0.25, 0.4, 0.5)))
+            _pay(state, inv, share, "bank_transfer", f"RMT-{rng.randint(100000, 999999)}", ago(days - 5))
+        elif status == "paid":
+            first = _money(inv.total / 2) if rng.random() < 0.3 else inv.total
+            _pay(state, inv, first, rng.choice(("bank_transfer", "card", "check")), None, ago(days - 10))
+            if inv.amount_due > 0:
+                _pay(state, inv, inv.amount_due, "bank_transfer", None, ago(days - 20))
+        return inv
+
+    ages = {"draft": (0.5, 6), "open": (3, 110), "partial": (20, 90), "paid": (40, 200), "void": (30, 120)}
+    plan = [(rng.uniform(*ages[s]), rng.choice(active), s) for s in ["draft"] * 6 + ["open"] * 14 + ["partial"] * 4]
+    plan += [(rng.uniform(*ages[s]), rng.choice(active), s) for s in ["paid"] * 16 + ["void"] * 3]
+    plan += [(rng.uniform(250, 400), cust, "paid") for cust in stale]
+    plan += [(rng.uniform(20, 40), cust, "reissued") for cust in rng.sample(active, 2)]
+    for days, cust, status in sorted(plan, key=lambda p: -p[0]):  # numbers grow with time
+        if status == "reissued":  # voided, then re-issued later with the same lines
+            old = invoice(cust, "void", days)
+            invoice(cust, "open", days - rng.uniform(2, 15), reissue_of=old)
+        else:
+            invoice(cust, status, days)
+    paid = [p for p in state.payments.values() if state.invoices[p.invoice_id].status == "paid"]
+    for payment in rng.sample(paid, 3):
+        _refund(state, payment, _money(payment.amount * 0.1), "Damaged unit returned.", ago(3))
+    unpaid = [i for i in state.invoices.values() if i.status == "open" and i.amount_paid == 0]
+    for inv in rng.sample(unpaid, 2):
+        _credit(state, inv, _money(inv.total * 0.05), "Goodwill discount for late delivery.", ago(2))
+    return state
+
+
+service = Service(
+    "invoicing",
+    version=1,
+    category="finance",
+    description="Accounts receivable: bill customers, record payments, refunds and credit notes.",
+    state=InvoicingState,
+    seed=seed,
+)
+
+
+def _same(a: str, b: str | None) -> bool:
+    return b is None or a.lower() == b.lower()
+
+
+def _active_customer(state: InvoicingState, customer_id: str) -> Customer:
+    record = require(state.customers, customer_id, "customer")
+    if record.archived:
+        raise Conflict(f"customer {customer_id!r} is archived")
+    return record
+
+
+def _check_unique_email(state: InvoicingState, email: str, customer_id: str | None = None) -> None:
+    for other in state.customers.values():
+        if other.id != customer_id and not other.archived and _same(other.billing_email, email):
+            raise Conflict(f"billing email {email!r} already belongs to active customer {other.id!r}")
+
+
+@service.read
+def list_customers(
+    state: InvoicingState,
+    query: Query | None = None,
+    company: CompanyName | None = None,
+    billing_email: EmailAddress | None = None,
+    include_archived: Flag = False,
+    offset: Offset = 0,
+    limit: Limit = 20,
+) -> Page[Customer]:
+    """List billing customers, sorted by company, with optional filters.
+
+    Args:
+        query: Case-insensitive text to find in the company, contact name or billing email.
+        company: Only customers of this company (exact name, case-insensitive).
+        billing_email: Only the customer with this billing email.
+        include_archived: Also list archived customers.
+        offset: Number of customers to skip.
+        limit: Maximum number of customers to return.
+    """
+    rows = [
+        c
+        for c in state.customers.values()
+        if (include_archived or not c.archived)
+        and (query is None or any(contains(v, query) for v in (c.company, c.contact_name, c.billing_email)))
+        and _same(c.company, company)
+        and _same(c.billing_email, billing_email)
+    ]
+    return paginate(sorted(rows, key=lambda c: (c.company, c.id)), offset, limit)
+
+
+@service.read
+def get_customer(state: InvoicingState, customer_id: CustomerId) -> Customer:
+    """Get one billing customer.
+
+    Args:
+        customer_id: Id of the customer.
+    """
+    return require(state.customers, customer_id, "customer")
+
+
+@service.write
+def create_customer(
+    state: InvoicingState,
+    company: CompanyName,
+    billing_email: EmailAddress,
+    contact_name: PersonName,
+    currency: Currency = "USD",
+    country: CountryCode = "US",
+    net_terms: NetTerms = 30,
+    address: StreetAddress | None = None,
+) -> Customer:
+    """Create a billing customer; the billing email must not belong to another active customer.
+
+    Args:
+        company: Company to bill.
+        billing_email: Address invoices are sent to.
+        contact_name: Name of the billing contact.
+        currency: Currency to invoice in.
+        country: Country of the billing address.
+        net_terms: Days from issue until an invoice is due.
+        address: Billing address.
+    """
+    _check_unique_email(state, billing_email)
+    record = Customer(
+        id=state.new_id("cus"),
+        company=company,
+        billing_email=billing_email,
+        contact_name=contact_name,
+        currency=currency,
+        country=country,
+        address=address,
+        net_terms=net_terms,
+        created_at=state.tick(),
+    )
+    state.customers[record.id] = record
+    return record
+
+
+@service.write
+def update_customer(
+    state: InvoicingState,
+    customer_id: CustomerId,
+    billing_email: EmailAddress | None = None,
+    contact_name: PersonName | None = None,
+    net_terms: NetTerms | None = None,
+    address: StreetAddress | None = None,
+) -> Customer:
+    """Change a customer's billing contact, terms or address; omitted fields stay as they are.
+
+    Args:
+        customer_id: Id of the customer (not archived).
+        billing_email: New billing email, used by invoices created from now on.
+        contact_name: New billing contact name.
+        net_terms: New payment terms in days, used by invoices finalised from now on.
+        address: New billing address.
+    """
+    record = _active_customer(state, customer_id)
+    if billing_email is not None:
+        _check_unique_email(state, billing_email, customer_id)
+    changes = dict(billing_email=billing_email, contact_name=contact_name, net_terms=net_terms, address=address)
+    updated = record.model_copy(update={k: v for k, v in changes.items() if v is not None})
+    state.customers[customer_id] = updated
+    return updated
+
+
+@service.write
+def archive_customer(state: InvoicingState, customer_id: CustomerId) -> Customer:
+    """Archive a customer that has no draft or open invoices left.
+
+    Args:
+        customer_id: Id of the customer.
+    """
+    record = _active_customer(state, customer_id)
+    pending = sorted(
+        i.number for i in state.invoices.values() if i.customer_id == customer_id and i.status in ("draft", "open")
+    )
+    if pending:
+        raise Conflict(f"customer {customer_id!r} still has draft or open invoices: {', '.join(pending)}")
+    record.archived = True
+    return record
+
+
+@service.read
+def list_invoices(
+    state: InvoicingState,
+    status: InvoiceStatus | None = None,
+    customer_id: CustomerId | None = None,
+    company: CompanyName | None = None,
+    number: ReferenceCode | None = None,
+    po_number: ReferenceCode | None = None,
+    sku: Sku | None = None,
+    query: Query | None = None,
+    offset: Offset = 0,
+    limit: Limit = 20,
+) -> Page[Invoice]:
+    """List invoices, newest first, with optional filters.
+
+    Args:
+        status: Only invoices in this status.
+        customer_id: Only invoices of this customer.
+        company: Only invoices billed to this company (exact name, case-insensitive).
+        number: Only the invoice with this number, e.g. INV-1042.
+        po_number: Only invoices quoting this purchase order number.
+        sku: Only invoices with a line for this product SKU.
+        query: Case-insensitive text to find in the company, memo or billing email.
+        offset: Number of invoices to skip.
+        limit: Maximum number of invoices to return.
+    """
+    rows = [
+        i
+        for i in state.invoices.values()
+        if (status is None or i.status == status)
+        and (customer_id is None or i.customer_id == customer_id)
+        and _same(i.company, company)
+        and (number is None or i.number == number)
+        and (po_number is None or i.po_number == po_number)
+        and (sku is None or any(line.sku == sku for line in i.lines))
+        and (query is None or any(contains(v, query) for v in (i.company, i.memo, i.billing_email)))
+    ]
+    return paginate(sorted(rows, key=lambda i: (i.created_at, i.id), reverse=True), offset, limit)
+
+
+@service.read
+def get_invoice(state: InvoicingState, invoice_id: InvoiceId) -> Invoice:
+    """Get one invoice with its lines and amounts.
+
+    Args:
+        invoice_id: Id of the invoice.
+    """
+    return require(state.invoices, invoice_id, "invoice")
+
+
+@service.write
+def create_invoice(
+    state: InvoicingState,
+    customer_id: CustomerId,
+    memo: Note = "",
+    po_number: ReferenceCode | None = None,
+    tax_rate: Percentage | None = None,
+) -> Invoice:
+    """Create an empty draft invoice for a customer; add lines with add_invoice_line.
+
+    Args:
+        customer_id: Id of the customer to bill (not archived).
+        memo: Memo printed on the invoice.
+        po_number: Customer's purchase order number.
+        tax_rate: Tax rate in percent; defaults to the rate of the customer's country.
+    """
+    customer = _active_customer(state, customer_id)
+    invoice = _new_invoice(state, customer, state.tick(), memo, po_number)
+    invoice.tax_rate = invoice.tax_rate if tax_rate is None else tax_rate
+    return invoice
+
+
+def _draft(state: InvoicingState, invoice_id: str) -> Invoice:
+    invoice = require(state.invoices, invoice_id, "invoice")
+    if invoice.status != "draft":
+        raise Conflict(f"invoice {invoice_id!r} is {invoice.status!r}; only draft invoices can be edited")
+    return invoice
+
+
+@service.write
+def add_invoice_line(
+    state: InvoicingState,
+    invoice_id: InvoiceId,
+    sku: Sku,
+    quantity: Quantity,
+    unit_price: MoneyAmount | None = None,
+) -> Invoice:
+    """Add a product line to a draft invoice; a SKU already on it gets its quantity increased.
+
+    Args:
+        invoice_id: Id of the draft invoice.
+        sku: SKU of a product on the price list.
+        quantity: Number of units (at least 1).
+        unit_price: Price of one unit; defaults to the list price (or the line's current price).
+    """
+    invoice = _draft(state, invoice_id)
+    product = require(state.price_list, sku, "product")
+    if quantity < 1:
+        raise BadRequest("argument 'quantity': must be at least 1")
+    old = next((line for line in invoice.lines if line.sku == sku), None)
+    if old is not None and unit_price is not None and _money(unit_price) != old.unit_price:
+        raise Conflict(f"invoice {invoice_id!r} already bills {sku!r} at {old.unit_price}; the price must match")
+    price = old.unit_price if old else _money(product.unit_price if unit_price is None else unit_price)
+    qty = quantity + (old.quantity if old else 0)
+    if qty > 1_000_000:
+        raise BadRequest("argument 'quantity': a line holds at most 1,000,000 units")
+    amount = _money(qty * price)
+    _check_total("quantity", invoice.subtotal - (old.amount if old else 0) + amount, invoice.tax_rate)
+    line = LineItem(sku=sku, description=product.name, quantity=qty, unit_price=price, amount=amount)
+    if old is not None:
+        invoice.lines[invoice.lines.index(old)] = line
+    else:
+        invoice.lines.append(line)
+    _recompute(invoice)
+    return invoice
+
+
+@service.write
+def update_invoice(
+    state: InvoicingState,
+    invoice_id: InvoiceId,
+    memo: Note | None = None,
+    po_number: ReferenceCode | None = None,
+    tax_rate: Percentage | None = None,
+    remove_sku: Sku | None = None,
+) -> Invoice:
+    """Edit a draft invoice: memo, PO number, tax rate, or remove a line; omitted fields stay.
+
+    Args:
+        invoice_id: Id of the draft invoice.
+        memo: New memo.
+        po_number: New purchase order number.
+        tax_rate: New tax rate in percent.
+        remove_sku: SKU of a line to remove from the invoice.
+    """
+    invoice = _draft(state, invoice_id)
+    if remove_sku is not None and all(line.sku != remove_sku for line in invoice.lines):
+        raise BadRequest(f"argument 'remove_sku': invoice {invoice_id!r} has no line for {remove_sku!r}")
+    if tax_rate is not None:
+        _check_total("tax_rate", invoice.subtotal, tax_rate)
+    invoice.memo = invoice.memo if memo is None else memo
+    invoice.po_number = po_number or invoice.po_number
+    invoice.tax_rate = invoice.tax_rate if tax_rate is None else tax_rate
+    invoice.lines = [line for line in invoice.lines if line.sku != remove_sku]
+    _recompute(invoice)
+    return invoice
+
+
+@service.write
+def finalize_invoice(state: InvoicingState, invoice_id: InvoiceId) -> Invoice:
+    """Finalise a draft invoice: it becomes open, due after the customer's terms (paid if its total is 0).
+
+    Args:
+        invoice_id: Id of the draft invoice.
+    """
+    invoice = _draft(state, invoice_id)
+    customer = _active_customer(state, invoice.customer_id)
+    if not invoice.lines:
+        raise Conflict(f"invoice {invoice_id!r} has no line items; add one with add_invoice_line first")
+    now = state.tick()
+    _finalize(invoice, customer.net_terms, now)
+    if invoice.amount_due == 0:  # nothing to collect, as for a free or fully discounted order
+        invoice.status, invoice.paid_at = "paid", now
+    return invoice
+
+
+@service.write
+def send_invoice(state: InvoicingState, invoice_id: InvoiceId, to: EmailAddress | None = None) -> Invoice:
+    """Email an open or paid invoice to the customer (a draft must be finalised first).
+
+    Args:
+        invoice_id: Id of the invoice.
+        to: Recipient address; defaults to the invoice's billing email.
+    """
+    invoice = require(state.invoices, invoice_id, "invoice")
+    if invoice.status in ("draft", "void"):
+        raise Conflict(f"invoice {invoice_id!r} is {invoice.status!r}; only open or paid invoices can be sent")
+    state.tick()
+    invoice.last_sent_to, invoice.times_sent = to or invoice.billing_email, invoice.times_sent + 1
+    return invoice
+
+
+def _open(state: InvoicingState, invoice_id: str) -> Invoice:
+    invoice = require(state.invoices, invoice_id, "invoice")
+    if invoice.status != "open":
+        raise Conflict(f"invoice {invoice_id!r} is {invoice.status!r}; only open invoices accept this")
+    return invoice
+
+
+def _within_due(invoice: Invoice, amount: float) -> float:
+    amount = _positive("amount", amount)
+    if amount > invoice.amount_due:
+        raise BadRequest(f"argument 'amount': {amount} exceeds the amount due {invoice.amount_due} on {invoice.id!r}")
+    return amount
+
+
+@service.write
+def record_payment(
+    state: InvoicingState,
+    invoice_id: InvoiceId,
+    amount: MoneyAmount,
+    method: PaymentMethod = "bank_transfer",
+    reference: ReferenceCode | None = None,
+) -> Payment:
+    """Record a full or partial payment on an open invoice; paying all that is due marks it paid.
+
+    Args:
+        invoice_id: Id of the open invoice.
+        amount: Amount received; must not exceed the amount due.
+        method: How the customer paid.
+        reference: Bank or remittance reference of the payment.
+    """
+    invoice = _open(state, invoice_id)
+    amount = _within_due(invoice, amount)
+    return _pay(state, invoice, amount, method, reference, state.tick())
+
+
+@service.write
+def refund_payment(state: InvoicingState, payment_id: PaymentId, amount: MoneyAmount, reason: Note) -> Refund:
+    """Refund part or all of a payment back to the customer.
+
+    Args:
+        payment_id: Id of the payment.
+        amount: Amount to refund; at most the payment amount minus earlier refunds.
+        reason: Why the money is refunded.
+    """
+    payment = require(state.payments, payment_id, "payment")
+    amount = _positive("amount", amount)
+    left = _money(payment.amount - payment.amount_refunded)
+    if amount > left:
+        raise BadRequest(f"argument 'amount': {amount} exceeds the {left} left to refund on {payment_id!r}")
+    return _refund(state, payment, amount, reason, state.tick())
+
+
+@service.write
+def issue_credit_note(state: InvoicingState, invoice_id: InvoiceId, amount: MoneyAmount, reason: Note) -> CreditNote:
+    """Issue a credit note that lowers what an open invoice owes; crediting all that is due marks it paid.
+
+    Args:
+        invoice_id: Id of the open invoice.
+        amount: Amount to credit; must not exceed the amount due.
+        reason: Why the credit is given.
+    """
+    invoice = _open(state, invoice_id)
+    amount = _within_due(invoice, amount)
+    return _credit(state, invoice, amount, reason, state.tick())
+
+
+@service.write
+def void_invoice(state: InvoicingState, invoice_id: InvoiceId) -> Invoice:
+    """Void a draft or open invoice that has no payments; paid invoices cannot be voided.
+
+    Args:
+        invoice_id: Id of the invoice.
+    """
+    invoice = require(state.invoices, invoice_id, "invoice")
+    if invoice.status in ("paid", "void"):
+        raise Conflict(f"invoice {invoice_id!r} is {invoice.status!r} and cannot be voided")
+    if invoice.amount_paid > 0:
+        raise Conflict(f"invoice {invoice_id!r} has {invoice.amount_paid} in payments; credit it instead of voiding")
+    invoice.status, invoice.voided_at = "void", state.tick()
+    return invoice
+
+
+@service.read
+def list_overdue_invoices(
+    state: InvoicingState, customer_id: CustomerId | None = None, offset: Offset = 0, limit: Limit = 20
+) -> Page[Invoice]:
+    """List open invoices whose due date has passed, most overdue first.
+
+    Args:
+        customer_id: Only overdue invoices of this customer.
+        offset: Number of invoices to skip.
+        limit: Maximum number of invoices to return.
+    """
+    today = state.clock.date()
+    rows = [
+        i
+        for i in state.invoices.values()
+        if i.status == "open" and i.due_date and i.due_date < today and customer_id in (None, i.customer_id)
+    ]
+    return paginate(sorted(rows, key=lambda i: (i.due_date or today, i.id)), offset, limit)
+
+
+@service.read
+def list_payments(
+    state: InvoicingState,
+    invoice_id: InvoiceId | None = None,
+    company: CompanyName | None = None,
+    method: PaymentMethod | None = None,
+    offset: Offset = 0,
+    limit: Limit = 20,
+) -> Page[Payment]:
+    """List payments received, newest first.
+
+    Args:
+        invoice_id: Only payments of this invoice.
+        company: Only payments from this company (exact name, case-insensitive).
+        method: Only payments made this way.
+        offset: Number of payments to skip.
+        limit: Maximum number of payments to return.
+    """
+    if invoice_id is not None and invoice_id not in state.invoices:
+        raise NotFound(f"invoice {invoice_id!r} not found")
+    rows = [
+        p
+        for p in state.payments.values()
+        if invoice_id in (None, p.invoice_id) and _same(p.company, company) and method in (None, p.method)
+    ]
+    return paginate(sorted(rows, key=lambda p: (p.received_at, p.id), reverse=True), offset, limit)
