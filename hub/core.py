@@ -56,6 +56,7 @@ class Hub:
             assert native is not None
             state = native.seed_state(seed)
             base = ServiceSlot(native, state, owned=False)
+            base.hash()  # computed once here, inherited by every world that shares this state
             with self._lock:
                 base = self._seeded.setdefault(key, base)
         return base.share()

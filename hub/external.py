@@ -247,7 +247,7 @@ def external_entry(config: ExternalConfig) -> ServiceEntry:
                 description=tool.description or "",
                 input_schema=tool.input_schema,
                 output_schema=None,
-                mcp=tool.model_copy(update={"name": qualified, "output_schema": None}),
+                external=tool.model_copy(update={"name": qualified, "output_schema": None}),
             )
         )
     origin = f"external:{config.url or ' '.join(config.command)}"

@@ -21,6 +21,7 @@ from typing import Any
 
 import mcp_types as types
 from mcp.server import Server
+from mcp.server.caching import CacheHint
 from mcp.server.context import ServerRequestContext
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
@@ -33,7 +34,7 @@ from starlette.types import Receive, Scope, Send
 from hub.core import Hub
 from hub.surfaces import DIRECT_INSTRUCTIONS, Surface, surface_call, surface_tools
 from hub.world import World
-from servers.serving import envelope_result
+from servers.serving import LIST_TTL_MS, envelope_result
 
 
 @dataclass
@@ -128,6 +129,7 @@ class HubHTTP:
             "compoworld-hub",
             version="1",
             instructions=DIRECT_INSTRUCTIONS,
+            cache_hints={"tools/list": CacheHint(ttl_ms=LIST_TTL_MS, scope="private")},
             on_list_tools=on_list_tools,
             on_call_tool=on_call_tool,
         )

@@ -7,6 +7,7 @@ dict access and every listing the MCP surfaces serve is computed once at build t
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -47,8 +48,27 @@ class ToolEntry:
     description: str
     input_schema: Mapping[str, Any]
     output_schema: Mapping[str, Any] | None
-    mcp: types.Tool
     native: Tool | None = None
+    external: types.Tool | None = None
+
+    @functools.cached_property
+    def mcp(self) -> types.Tool:
+        """The MCP description with the output schema (built on first use, then kept)."""
+        if self.external is not None:
+            return self.external
+        assert self.native is not None
+        return mcp_tool(self.native, self.qualified)
+
+    @functools.cached_property
+    def mcp_lean(self) -> types.Tool:
+        """The MCP description without the output schema: what large listings serve.
+
+        A client validates every structured result against the tool's output schema; at 10,000
+        tools the Python SDK client then spends ~2 ms per call and the listing triples in size
+        (bench/hub.py), so hub listings leave output schemas out by default; describe_tool and
+        ``output_schemas=True`` still give them.
+        """
+        return self.mcp.model_copy(update={"output_schema": None})
 
 
 @dataclass(frozen=True)
@@ -95,7 +115,6 @@ def native_entry(service: Service[Any]) -> ServiceEntry:
                 description=tool.description,
                 input_schema=tool.input_schema,
                 output_schema=tool.output_schema,
-                mcp=mcp_tool(tool, qualified),
                 native=tool,
             )
         )
@@ -117,7 +136,9 @@ class Registry:
 
     services: Mapping[str, ServiceEntry]
     tools: Mapping[str, ToolEntry]
-    _listings: dict[frozenset[str], list[types.Tool]] = field(default_factory=dict, repr=False, compare=False)
+    _listings: dict[tuple[frozenset[str], bool], list[types.Tool]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
 
     @classmethod
     def build(cls, entries: Iterable[ServiceEntry]) -> Registry:
@@ -150,12 +171,13 @@ class Registry:
     def from_services(cls, services: Iterable[Service[Any]], extra: Iterable[ServiceEntry] = ()) -> Registry:
         return cls.build([*(native_entry(s) for s in services), *extra])
 
-    def listing(self, services: Sequence[str]) -> list[types.Tool]:
+    def listing(self, services: Sequence[str], output_schemas: bool = False) -> list[types.Tool]:
         """The direct surface's tool list for a set of mounted services (computed once per set)."""
-        key = frozenset(services)
+        key = (frozenset(services), output_schemas)
         cached = self._listings.get(key)
         if cached is None:
-            cached = [t.mcp for name in sorted(key) for t in self.services[name].tools]
+            tools = [t for name in sorted(key[0]) for t in self.services[name].tools]
+            cached = [t.mcp if output_schemas else t.mcp_lean for t in tools]
             self._listings[key] = cached
         return cached
 

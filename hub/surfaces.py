@@ -17,7 +17,7 @@ from mcp.server import Server
 
 from hub.world import World
 from servers.framework import Envelope, error, ok
-from servers.serving import build_server
+from servers.serving import LIST_TTL_MS, build_server
 
 Surface = Literal["direct", "gateway"]
 
@@ -138,8 +138,10 @@ def gateway_call(world: World, meta: str, arguments: dict[str, Any]) -> Envelope
     return error(404, f"unknown gateway tool {meta!r}; the gateway has {sorted(GATEWAY_NAMES)}")
 
 
-def surface_tools(world: World, surface: Surface) -> list[types.Tool]:
-    return GATEWAY_TOOLS if surface == "gateway" else world.hub.registry.listing(world.services)
+def surface_tools(world: World, surface: Surface, output_schemas: bool = False) -> list[types.Tool]:
+    if surface == "gateway":
+        return GATEWAY_TOOLS
+    return world.hub.registry.listing(world.services, output_schemas)
 
 
 def surface_call(world: World, surface: Surface) -> Callable[[str, dict[str, Any]], Envelope]:
@@ -148,12 +150,17 @@ def surface_call(world: World, surface: Surface) -> Callable[[str, dict[str, Any
     return world.call
 
 
-def world_server(world: World, surface: Surface = "direct") -> Server[Any]:
-    """An MCP server for one world (in-memory clients, stdio); the HTTP app serves many worlds."""
+def world_server(world: World, surface: Surface = "direct", output_schemas: bool = False) -> Server[Any]:
+    """An MCP server for one world (in-memory clients, stdio); the HTTP app serves many worlds.
+
+    ``output_schemas`` adds each tool's output schema to the direct listing (off by default: see
+    :attr:`hub.registry.ToolEntry.mcp_lean`).
+    """
     return build_server(
         f"compoworld-hub-{surface}",
         "1",
-        surface_tools(world, surface),
+        surface_tools(world, surface, output_schemas),
         surface_call(world, surface),
+        list_ttl_ms=LIST_TTL_MS,
         instructions=GATEWAY_INSTRUCTIONS if surface == "gateway" else DIRECT_INSTRUCTIONS,
     )

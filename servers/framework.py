@@ -35,12 +35,13 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
+import functools
 import inspect
 import random
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, get_type_hints
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from pydantic_core import to_jsonable_python
@@ -202,6 +203,7 @@ _SECTION_RE = re.compile(r"^\s*(Returns|Raises|Yields|Examples?|Notes?):\s*$")
 _PARAM_RE = re.compile(r"^\s+(\w+)\s*(\([^)]*\))?:\s*(.*)$")
 
 
+@functools.lru_cache(maxsize=4096)
 def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
     """Split a Google-style docstring into (description, {parameter: description})."""
     lines = inspect.cleandoc(doc or "").splitlines()
@@ -332,31 +334,65 @@ def _describe_errors(name: str, exc: ValidationError) -> list[str]:
     return parts
 
 
+_HINTS: dict[tuple[int, str], Any] = {}
+
+
+def _hint(func: Callable[..., Any], annotation: Any) -> Any:
+    """One evaluated annotation; a string annotation is evaluated once per module and text."""
+    if not isinstance(annotation, str):
+        return annotation
+    key = (id(func.__globals__), annotation)
+    found = _HINTS.get(key)
+    if found is None:
+        found = _HINTS[key] = eval(annotation, func.__globals__)  # what get_type_hints does, cached
+    return found
+
+
+def _parameters(func: Callable[..., Any]) -> list[tuple[str, Any]]:
+    """(name, default or inspect.Parameter.empty) of each parameter, read from the code object.
+
+    Cheaper than ``inspect.signature`` for the plain functions tools are; wrapped callables
+    still go through ``inspect``.
+    """
+    code = getattr(func, "__code__", None)
+    if code is None or hasattr(func, "__wrapped__") or code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS):
+        return [(p.name, p.default) for p in inspect.signature(func).parameters.values()]
+    positional = code.co_varnames[: code.co_argcount]
+    defaults = func.__defaults__ or ()
+    empty = inspect.Parameter.empty
+    out = [(name, empty) for name in positional[: len(positional) - len(defaults)]]
+    out += list(zip(positional[len(positional) - len(defaults) :], defaults, strict=True))
+    kwdefaults = func.__kwdefaults__ or {}
+    for name in code.co_varnames[code.co_argcount : code.co_argcount + code.co_kwonlyargcount]:
+        out.append((name, kwdefaults.get(name, empty)))
+    return out
+
+
 def _build_tool(service: str, func: Callable[..., Any], kind: ToolKind) -> Tool:
-    hints = get_type_hints(func, include_extras=True)
-    signature = inspect.signature(func)
+    annotations = getattr(func, "__annotations__", {})
+    hints = {name: _hint(func, value) for name, value in annotations.items()}
     description, param_docs = parse_docstring(func.__doc__)
     if not description:
         raise TypeError(f"tool {service}.{func.__name__} needs a docstring")
-    params = list(signature.parameters.values())
+    params = _parameters(func)
     if not params:
         raise TypeError(f"tool {service}.{func.__name__} must take the state as its first parameter")
     specs: list[Param] = []
     properties: dict[str, Any] = {}
     defs: dict[str, Any] = {}
-    for param in params[1:]:
-        if param.name not in hints:
-            raise TypeError(f"parameter {param.name!r} of {service}.{func.__name__} needs a type annotation")
-        validator, schema, _ = adapter(hints[param.name])
-        required = param.default is inspect.Parameter.empty
-        specs.append(Param(param.name, validator, required, None if required else param.default))
+    for name, default in params[1:]:
+        if name not in hints:
+            raise TypeError(f"parameter {name!r} of {service}.{func.__name__} needs a type annotation")
+        validator, schema, _ = adapter(hints[name])
+        required = default is inspect.Parameter.empty
+        specs.append(Param(name, validator, required, None if required else default))
         prop = dict(schema)
         defs.update(prop.pop("$defs", {}))
-        if param.name in param_docs:
-            prop["description"] = param_docs[param.name]
+        if name in param_docs:
+            prop["description"] = param_docs[name]
         if not required:
-            prop["default"] = to_jsonable_python(param.default)
-        properties[param.name] = prop
+            prop["default"] = to_jsonable_python(default)
+        properties[name] = prop
     input_schema: dict[str, Any] = {
         "type": "object",
         "properties": properties,

@@ -20,12 +20,14 @@ from typing import Any
 import anyio
 import mcp_types as types
 from mcp.server import Server
+from mcp.server.caching import CacheHint
 from mcp.server.context import ServerRequestContext
 from mcp.server.stdio import stdio_server
 
 from servers.framework import Envelope, Service, ServiceState, Tool
 
 CallFn = Callable[[str, dict[str, Any]], Envelope]
+LIST_TTL_MS = 3_600_000  # tool lists are fixed for a server's lifetime
 
 
 def mcp_tool(tool: Tool, name: str | None = None) -> types.Tool:
@@ -58,8 +60,13 @@ def build_server(
     tools: Sequence[types.Tool],
     call: CallFn,
     instructions: str | None = None,
+    list_ttl_ms: int = 0,
 ) -> Server[Any]:
-    """A low-level MCP server over a fixed tool list; ``call(name, args)`` returns an envelope."""
+    """A low-level MCP server over a fixed tool list; ``call(name, args)`` returns an envelope.
+
+    ``list_ttl_ms`` tells clients (MCP 2026 cache hints) how long they may reuse the tool list:
+    the list never changes while the server lives, so clients need not fetch it again.
+    """
     listing = types.ListToolsResult(tools=list(tools))
     # Calls are serialised so that a world sees one mutation at a time even when a transport
     # runs handlers concurrently (the HTTP transport does).
@@ -75,10 +82,12 @@ def build_server(
             envelope = call(params.name, dict(params.arguments or {}))
         return envelope_result(envelope)
 
+    hints = {"tools/list": CacheHint(ttl_ms=list_ttl_ms, scope="private")} if list_ttl_ms else None
     return Server(
         name,
         version=version,
         instructions=instructions,
+        cache_hints=hints,  # type: ignore[arg-type]
         on_list_tools=on_list_tools,
         on_call_tool=on_call_tool,
     )
@@ -105,6 +114,7 @@ class ServiceRuntime:
             str(svc.version),
             [mcp_tool(t) for t in svc.tools.values()],
             self.call,
+            list_ttl_ms=LIST_TTL_MS,
             instructions=f"{svc.description} Every tool answers with an envelope: "
             '{"success": true, "data": ...} or {"success": false, "error": {"code": ..., "message": ...}}.',
         )

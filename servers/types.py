@@ -21,7 +21,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Annotated, Any, Final, Literal
 
-from pydantic import BeforeValidator, Field
+from pydantic import AwareDatetime, BeforeValidator, Field
 
 SEMANTIC_KEY: Final = "x-semantic-type"
 
@@ -109,7 +109,7 @@ def _iso_text(value: Any) -> Any:
 
 Date = Annotated[dt.date, BeforeValidator(_iso_text), sem("date", "Calendar date (YYYY-MM-DD).")]
 DateTime = Annotated[
-    dt.datetime, BeforeValidator(_iso_text), sem("date_time", "Date and time with timezone (ISO 8601).")
+    AwareDatetime, BeforeValidator(_iso_text), sem("date_time", "Date and time with timezone (ISO 8601).")
 ]
 Minutes = Annotated[int, sem("duration_minutes", "Duration in minutes.", ge=0, le=100_000)]
 Days = Annotated[float, sem("duration_days", "Duration in days (half days allowed).", ge=0, le=365)]

@@ -1,0 +1,705 @@
+"""Calendar: the user's work calendar — events, attendees, meeting rooms, free/busy and RSVPs.
+
+Tools: list_events, get_event, list_rooms, find_free_rooms, free_busy, find_meeting_times,
+create_event, update_event, reschedule_event, change_room, add_attendees, remove_attendee,
+respond_to_event, cancel_event.
+State: events and meeting rooms by id; the calendar owner's address.
+Seed: about 20 meeting rooms in two buildings (near-duplicate names, rooms out of service) and
+about 50 events from two weeks ago to three weeks ahead: weekly series whose occurrences share a
+series id, one-to-ones, customer calls with external contacts, near-duplicate titles, events of
+colleagues the user is not invited to, cancelled meetings and declined or unanswered invitations.
+Rules: only the organizer may change, reschedule, re-room or cancel an event (403); a room cannot be
+double-booked and a room out of service cannot be booked (409); everyone invited must fit in the
+room (400); cancelled or past events cannot change (409); an event lasts at most 24 hours and
+starts in the future; the organizer does not RSVP to their own event (409); rescheduling resets
+every attendee's answer to needs_action.
+Version history: 1 — first version.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from servers.framework import (
+    BadRequest,
+    Conflict,
+    Forbidden,
+    NotFound,
+    Page,
+    Record,
+    Service,
+    ServiceState,
+    contains,
+    paginate,
+    require,
+)
+from servers.population import Population
+from servers.types import (
+    DateTime,
+    DocumentText,
+    EmailAddress,
+    Flag,
+    Limit,
+    Location,
+    Minutes,
+    Offset,
+    Query,
+    Title,
+    ident,
+    sem,
+)
+
+EventId = Annotated[str, ident("calendar", "event")]
+RoomId = Annotated[str, ident("calendar", "room")]
+SeriesId = Annotated[str, ident("calendar", "series")]
+EventStatus = Annotated[
+    Literal["confirmed", "tentative", "cancelled"], sem("calendar.event_status", "Status of a calendar event.")
+]
+Response = Annotated[
+    Literal["needs_action", "accepted", "tentative", "declined"],
+    sem("calendar.response_status", "An attendee's answer to an invitation."),
+]
+Reply = Annotated[Literal["accepted", "tentative", "declined"], sem("calendar.rsvp", "Answer to an invitation.")]
+Recurrence = Annotated[
+    Literal["none", "weekly"],
+    sem("calendar.recurrence", "How an event repeats; every occurrence is its own event sharing one series id."),
+]
+RoomFeature = Annotated[
+    Literal["video", "whiteboard", "projector", "phone", "wheelchair_access"],
+    sem("calendar.room_feature", "Equipment or property of a meeting room."),
+]
+CancelScope = Annotated[
+    Literal["this", "series"], sem("calendar.cancel_scope", "Cancel one occurrence or the rest of its series.")
+]
+Capacity = Annotated[int, sem("calendar.capacity", "Number of seats in a meeting room.", ge=1, le=500)]
+
+WORK_START, WORK_END = 9, 17  # working hours (UTC) searched by find_meeting_times
+MAX_EVENT = dt.timedelta(hours=24)
+
+
+class Attendee(Record):
+    email: EmailAddress = Field(description="Address of the invited person.")
+    response: Response
+    optional: Flag = Field(default=False, description="Whether attendance is optional.")
+
+
+class Event(Record):
+    id: EventId
+    title: Title
+    description: DocumentText = Field(default="", description="Agenda or notes of the event.")
+    start: DateTime = Field(description="When the event starts.")
+    end: DateTime = Field(description="When the event ends.")
+    organizer: EmailAddress = Field(description="Address of the person who organises the event.")
+    attendees: list[Attendee] = Field(description="Invited people (the organizer excluded) and their answers.")
+    room_id: RoomId | None = Field(default=None, description="Booked meeting room, if any.")
+    location: Location | None = Field(default=None, description="Room name, address or video link.")
+    status: EventStatus
+    series_id: SeriesId | None = Field(default=None, description="Series shared by the occurrences of a repeat.")
+    recurrence: Recurrence = "none"
+    updated_at: DateTime = Field(description="Last change of the event.")
+
+
+class Room(Record):
+    id: RoomId
+    name: Location = Field(description="Name of the room.")
+    building: Location = Field(description="Building the room is in.")
+    capacity: Capacity
+    features: list[RoomFeature] = Field(description="Equipment of the room.")
+    in_service: Flag = Field(description="False while the room cannot be booked (repairs, renovation).")
+
+
+class BusyBlock(Record):
+    email: EmailAddress = Field(description="Person who is busy.")
+    start: DateTime = Field(description="Start of the busy period.")
+    end: DateTime = Field(description="End of the busy period.")
+
+
+class TimeSlot(Record):
+    start: DateTime = Field(description="Start of a slot when everyone is free.")
+    end: DateTime = Field(description="End of the slot.")
+
+
+class CalendarState(ServiceState):
+    owner: str = ""
+    events: dict[str, Event] = Field(default_factory=dict)
+    rooms: dict[str, Room] = Field(default_factory=dict)
+
+
+def _overlaps(a_start: dt.datetime, a_end: dt.datetime, b_start: dt.datetime, b_end: dt.datetime) -> bool:
+    return a_start < b_end and b_start < a_end
+
+
+def _room_clash(
+    state: CalendarState, room_id: str, start: dt.datetime, end: dt.datetime, skip: str = ""
+) -> Event | None:
+    for event in state.events.values():
+        if (
+            event.room_id == room_id
+            and event.id != skip
+            and event.status != "cancelled"
+            and _overlaps(start, end, event.start, event.end)
+        ):
+            return event
+    return None
+
+
+def _involves(event: Event, email: str) -> bool:
+    email = email.lower()
+    return event.organizer.lower() == email or any(a.email.lower() == email for a in event.attendees)
+
+
+def _busy(event: Event, email: str) -> bool:
+    """Whether ``email`` is blocked by ``event`` (organizer, or an attendee who has not declined)."""
+    if event.status == "cancelled":
+        return False
+    email = email.lower()
+    return event.organizer.lower() == email or any(
+        a.email.lower() == email and a.response != "declined" for a in event.attendees
+    )
+
+
+def seed(rng: random.Random, world: Population) -> CalendarState:
+    me = world.me
+    state = CalendarState(owner=me.email, clock=world.now)
+    hq, annex = f"{world.org.city} HQ", f"{world.org.city} Annex"
+    names = ["Everest", "Denali", "Fuji", "Kilimanjaro", "Matterhorn", "Olympus", "Rainier", "Whitney"]
+    specs = [(n, hq) for n in names] + [("Everest", annex), ("Everest 2", hq), ("Fuji Lounge", annex)]
+    specs += [(n, annex) for n in ("Vinson", "Aconcagua", "Shasta", "Hood")]
+    specs += [(f"Booth {i}", hq) for i in (1, 2, 3, 4, 5)]
+    extras = ["video", "whiteboard", "projector", "wheelchair_access"]
+    for index, (name, building) in enumerate(specs):
+        booth = name.startswith("Booth")
+        room = Room(
+            id=state.new_id("room"),
+            name=name,
+            building=building,
+            capacity=2 if booth else rng.choice((4, 6, 8, 10, 12, 20)),
+            features=["phone"] if booth else sorted(rng.sample(extras, 2)),
+            in_service=index not in (6, 14),
+        )
+        state.rooms[room.id] = room
+    rooms = list(state.rooms.values())
+    colleagues = [p for p in world.employees if p.id != me.id]
+    weekdays = [d for d in range(-14, 22) if (world.now + dt.timedelta(days=d)).weekday() < 5]
+    midnight = world.now.replace(hour=0, minute=0)
+    answers = ("accepted", "accepted", "tentative", "declined", "needs_action")
+
+    def add(title: str, organizer: str, invitees: list[str], when: tuple[int, int, int], **kw: str) -> Event:
+        day, at, minutes = when  # at: minutes after midnight
+        start = midnight + dt.timedelta(days=day, minutes=at)
+        end = start + dt.timedelta(minutes=minutes)
+        fits = [r for r in rooms if r.in_service and r.capacity > len(invitees)]
+        free = [r for r in fits if "location" not in kw and not _room_clash(state, r.id, start, end)]
+        room = rng.choice(free) if free else None
+        past = end <= world.now
+        attendees = [
+            Attendee(email=e, response=rng.choice(answers[:2] + answers[3:4] if past else answers))
+            for e in dict.fromkeys(invitees)
+            if e != organizer
+        ]
+        event = Event(
+            id=state.new_id("evt"),
+            title=title,
+            description=kw.get("description", ""),
+            start=start,
+            end=end,
+            organizer=organizer,
+            attendees=attendees,
+            room_id=room.id if room else None,
+            location=room.name if room else kw.get("location"),
+            status="cancelled" if kw.get("cancelled") else "confirmed",
+            series_id=kw.get("series_id"),
+            recurrence="weekly" if "series_id" in kw else "none",
+            updated_at=min(start, world.now) - dt.timedelta(days=rng.randint(1, 10)),
+        )
+        state.events[event.id] = event
+        return event
+
+    ops, sales, finance = (
+        [p.email for p in world.employees if p.department == d] for d in ("Operations", "Sales", "Finance")
+    )
+    series = [
+        ("Operations weekly sync", me.email, ops, 10),
+        ("Sales pipeline review", sales[0], [*sales, me.email], 14),
+        ("Finance close check-in", finance[0], [*finance[:3], me.email], 11),
+        ("Leadership staff meeting", world.employees[0].email, [p.email for p in world.employees[:8]], 15),
+    ]
+
+    def slot(latest: int = WORK_END - 1) -> int:
+        return rng.randint(WORK_START * 2, latest * 2) * 30
+
+    for title, organizer, invitees, hour in series:
+        series_id, first = state.new_id("ser"), rng.choice(weekdays[:5])
+        for week in range(5):
+            add(title, organizer, invitees, (first + 7 * week, hour * 60, 60), series_id=series_id)
+    for colleague in rng.sample(colleagues, 5):
+        when = (rng.choice(weekdays), slot(), 30)
+        link = f"https://meet.example.com/{colleague.username.replace('.', '-')}"
+        add(f"1:1 {me.first_name} / {colleague.first_name}", me.email, [colleague.email], when, location=link)
+    kinds = ("quarterly review", "renewal call", "onboarding kickoff", "pricing discussion")
+    for contact in rng.sample(list(world.contacts), 10):
+        host = rng.choice([me, *rng.sample(colleagues, 2)])
+        when = (rng.choice(weekdays), slot(WORK_END - 2), rng.choice((30, 45, 60)))
+        about = f"Call with {contact.name} ({contact.title}, {contact.company})."
+        link = f"https://meet.example.com/{contact.username.replace('.', '-')}"
+        title = f"{contact.company} {rng.choice(kinds)}"
+        add(title, host.email, [contact.email, me.email], when, location=link, description=about)
+    topics = (
+        "Q2 budget review|Q2 budget review - prep|Office move planning|Vendor review: cleaning|Hiring plan|"
+        "Vendor review: catering|Hiring plan (follow-up)|Security training|Quarterly business review|"
+        "Quarterly business review dry run|Inventory count|Offsite planning|Old roadmap review|Team lunch"
+    )
+    for topic in topics.split("|"):
+        host = rng.choice(colleagues) if rng.random() < 0.8 else me
+        invitees = [p.email for p in rng.sample(colleagues, rng.randint(2, 6))]
+        invitees += [me.email] if rng.random() < 0.75 else []
+        when = (rng.choice(weekdays), slot(WORK_END - 2), rng.choice((30, 60, 90)))
+        cancelled = "yes" if rng.random() < 0.25 else ""
+        add(topic, host.email, invitees, when, description=f"Agenda: {topic}.", cancelled=cancelled)
+    return state
+
+
+service = Service(
+    "calendar",
+    version=1,
+    category="productivity",
+    description="The user's work calendar: events, invitations, meeting rooms and free/busy.",
+    state=CalendarState,
+    seed=seed,
+)
+
+
+def _utc(value: dt.datetime, name: str) -> dt.datetime:
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise BadRequest(f"argument {name!r}: {value.isoformat()!r} has no time zone offset")
+    value = value.astimezone(dt.UTC)
+    if not 2000 <= value.year <= 2100:
+        raise BadRequest(f"argument {name!r}: {value.isoformat()!r} is outside the years 2000-2100")
+    return value
+
+
+def _span(
+    start: dt.datetime, end: dt.datetime, names: tuple[str, str], max_span: dt.timedelta
+) -> tuple[dt.datetime, dt.datetime]:
+    start, end = _utc(start, names[0]), _utc(end, names[1])
+    if end <= start:
+        raise BadRequest(f"argument {names[1]!r}: {end.isoformat()!r} is not after {names[0]} {start.isoformat()!r}")
+    if end - start > max_span:
+        raise BadRequest(f"argument {names[1]!r}: the span from {names[0]} exceeds {max_span.days or 1} day(s)")
+    return start, end
+
+
+def _future_span(state: CalendarState, start: dt.datetime, end: dt.datetime) -> tuple[dt.datetime, dt.datetime]:
+    start, end = _span(start, end, ("start", "end"), MAX_EVENT)
+    if start < state.clock:
+        raise BadRequest(f"argument 'start': {start.isoformat()!r} is in the past")
+    return start, end
+
+
+def _own(state: CalendarState, event_id: str, action: str) -> Event:
+    """The event, checked to be the user's own, still on and not over."""
+    event = require(state.events, event_id, "event")
+    if event.organizer.lower() != state.owner.lower():
+        raise Forbidden(f"only the organizer {event.organizer!r} may {action} event {event_id!r}")
+    if event.status == "cancelled":
+        raise Conflict(f"event {event_id!r} is cancelled")
+    if event.end <= state.clock:
+        raise Conflict(f"event {event_id!r} is already over")
+    return event
+
+
+def _check_room(
+    state: CalendarState, room_id: str, start: dt.datetime, end: dt.datetime, people: int, skip: str = ""
+) -> Room:
+    room = require(state.rooms, room_id, "room")
+    if not room.in_service:
+        raise Conflict(f"room {room_id!r} ({room.name}) is out of service")
+    if people > room.capacity:
+        raise BadRequest(f"argument 'room_id': room {room_id!r} ({room.name}) seats {room.capacity}, not {people}")
+    clash = _room_clash(state, room_id, start, end, skip)
+    if clash is not None:
+        raise Conflict(f"room {room_id!r} ({room.name}) is already booked by event {clash.id!r} at that time")
+    return room
+
+
+@service.read
+def list_events(
+    state: CalendarState,
+    attendee: EmailAddress | None = None,
+    organizer: EmailAddress | None = None,
+    room_id: RoomId | None = None,
+    series_id: SeriesId | None = None,
+    status: EventStatus | None = None,
+    query: Query | None = None,
+    starts_after: DateTime | None = None,
+    starts_before: DateTime | None = None,
+    offset: Offset = 0,
+    limit: Limit = 20,
+) -> Page[Event]:
+    """List events by start time, with optional filters.
+
+    Args:
+        attendee: Only events this person organises or is invited to.
+        organizer: Only events organised by this address.
+        room_id: Only events in this room.
+        series_id: Only occurrences of this series.
+        status: Only events with this status.
+        query: Case-insensitive text to find in the title or description.
+        starts_after: Only events starting at or after this time.
+        starts_before: Only events starting before this time.
+        offset: Number of events to skip.
+        limit: Maximum number of events to return.
+    """
+    after = _utc(starts_after, "starts_after") if starts_after else None
+    before = _utc(starts_before, "starts_before") if starts_before else None
+    rows = [
+        e
+        for e in state.events.values()
+        if (attendee is None or _involves(e, attendee))
+        and (organizer is None or e.organizer.lower() == organizer.lower())
+        and (room_id is None or e.room_id == room_id)
+        and (series_id is None or e.series_id == series_id)
+        and (status is None or e.status == status)
+        and (query is None or contains(e.title, query) or contains(e.description, query))
+        and (after is None or e.start >= after)
+        and (before is None or e.start < before)
+    ]
+    return paginate(sorted(rows, key=lambda e: (e.start, e.id)), offset, limit)
+
+
+@service.read
+def get_event(state: CalendarState, event_id: EventId) -> Event:
+    """Get one event with its attendees and their answers.
+
+    Args:
+        event_id: Id of the event.
+    """
+    return require(state.events, event_id, "event")
+
+
+@service.read
+def list_rooms(
+    state: CalendarState,
+    building: Location | None = None,
+    min_capacity: Capacity | None = None,
+    feature: RoomFeature | None = None,
+    query: Query | None = None,
+    offset: Offset = 0,
+    limit: Limit = 50,
+) -> Page[Room]:
+    """List meeting rooms, with optional filters.
+
+    Args:
+        building: Only rooms in this building.
+        min_capacity: Only rooms with at least this many seats.
+        feature: Only rooms with this equipment.
+        query: Case-insensitive text to find in the room name.
+        offset: Number of rooms to skip.
+        limit: Maximum number of rooms to return.
+    """
+    rows = [
+        r
+        for r in state.rooms.values()
+        if (building is None or r.building.lower() == building.lower())
+        and (min_capacity is None or r.capacity >= min_capacity)
+        and (feature is None or feature in r.features)
+        and contains(r.name, query)
+    ]
+    return paginate(rows, offset, limit)
+
+
+@service.read
+def find_free_rooms(
+    state: CalendarState,
+    start: DateTime,
+    end: DateTime,
+    min_capacity: Capacity = 1,
+    feature: RoomFeature | None = None,
+) -> list[Room]:
+    """Find rooms in service that are free for the whole period, smallest first.
+
+    Args:
+        start: Start of the period.
+        end: End of the period.
+        min_capacity: Seats needed.
+        feature: Equipment needed.
+    """
+    start, end = _span(start, end, ("start", "end"), MAX_EVENT)
+    rows = [
+        r
+        for r in state.rooms.values()
+        if r.in_service
+        and r.capacity >= min_capacity
+        and (feature is None or feature in r.features)
+        and _room_clash(state, r.id, start, end) is None
+    ]
+    return sorted(rows, key=lambda r: (r.capacity, r.id))
+
+
+@service.read
+def free_busy(state: CalendarState, emails: list[EmailAddress], start: DateTime, end: DateTime) -> list[BusyBlock]:
+    """Get the busy periods of people between two times (event details stay private).
+
+    Args:
+        emails: Addresses of the people to check (1 to 20).
+        start: Start of the period.
+        end: End of the period (at most 62 days after start).
+    """
+    if not 1 <= len(emails) <= 20:
+        raise BadRequest(f"argument 'emails': give 1 to 20 addresses, not {len(emails)}")
+    start, end = _span(start, end, ("start", "end"), dt.timedelta(days=62))
+    blocks = [
+        BusyBlock(email=email, start=e.start, end=e.end)
+        for email in dict.fromkeys(emails)
+        for e in sorted(state.events.values(), key=lambda e: (e.start, e.id))
+        if _busy(e, email) and _overlaps(start, end, e.start, e.end)
+    ]
+    return blocks
+
+
+@service.read
+def find_meeting_times(
+    state: CalendarState,
+    attendees: list[EmailAddress],
+    duration_minutes: Minutes,
+    window_start: DateTime,
+    window_end: DateTime,
+    limit: Limit = 5,
+) -> list[TimeSlot]:
+    """Suggest upcoming slots in working hours (09:00-17:00 UTC, Monday-Friday) when everyone is free.
+
+    Args:
+        attendees: Addresses of everyone who must attend (1 to 20).
+        duration_minutes: Length of the meeting (15 to 480 minutes).
+        window_start: Earliest start to consider.
+        window_end: Latest end to consider (at most 31 days after window_start).
+        limit: Maximum number of slots to return.
+    """
+    if not 1 <= len(attendees) <= 20:
+        raise BadRequest(f"argument 'attendees': give 1 to 20 addresses, not {len(attendees)}")
+    if not 15 <= duration_minutes <= 480:
+        raise BadRequest(f"argument 'duration_minutes': {duration_minutes} is not between 15 and 480")
+    begin, finish = _span(window_start, window_end, ("window_start", "window_end"), dt.timedelta(days=31))
+    busy = [(e.start, e.end) for e in state.events.values() if any(_busy(e, a) for a in attendees)]
+    length = dt.timedelta(minutes=duration_minutes)
+    cursor = max(begin, state.clock).replace(second=0, microsecond=0)
+    cursor += dt.timedelta(minutes=(-cursor.minute) % 30)
+    slots: list[TimeSlot] = []
+    while cursor + length <= finish and len(slots) < limit:
+        end = cursor + length
+        in_hours = cursor.weekday() < 5 and cursor.hour >= WORK_START and end <= cursor.replace(hour=WORK_END, minute=0)
+        if in_hours and not any(_overlaps(cursor, end, s, e) for s, e in busy):
+            slots.append(TimeSlot(start=cursor, end=end))
+        cursor += dt.timedelta(minutes=30)
+    return slots
+
+
+@service.write
+def create_event(
+    state: CalendarState,
+    title: Title,
+    start: DateTime,
+    end: DateTime,
+    attendees: list[EmailAddress] | None = None,
+    room_id: RoomId | None = None,
+    location: Location | None = None,
+    description: DocumentText = "",
+) -> Event:
+    """Create an event organised by the user and invite people by email address.
+
+    Args:
+        title: Title of the event.
+        start: Start time (in the future).
+        end: End time (after start, at most 24 hours later).
+        attendees: Addresses to invite; the user is the organizer and is not listed.
+        room_id: Meeting room to book; it must be free, in service and big enough.
+        location: Address or video link when no room is booked.
+        description: Agenda or notes.
+    """
+    start, end = _future_span(state, start, end)
+    invitees = [e for e in dict.fromkeys(attendees or []) if e.lower() != state.owner.lower()]
+    room = _check_room(state, room_id, start, end, len(invitees) + 1) if room_id is not None else None
+    if room is not None and location is not None:
+        raise BadRequest("argument 'location': give either a room_id or a location, not both")
+    event = Event(
+        id=state.new_id("evt"),
+        title=title,
+        description=description,
+        start=start,
+        end=end,
+        organizer=state.owner,
+        attendees=[Attendee(email=e, response="needs_action") for e in invitees],
+        room_id=room_id,
+        location=room.name if room else location,
+        status="confirmed",
+        updated_at=state.tick(),
+    )
+    state.events[event.id] = event
+    return event
+
+
+@service.write
+def update_event(
+    state: CalendarState,
+    event_id: EventId,
+    title: Title | None = None,
+    description: DocumentText | None = None,
+    location: Location | None = None,
+) -> Event:
+    """Change the title, description or location of one of the user's events.
+
+    Args:
+        event_id: Id of the event (the user must be its organizer).
+        title: New title.
+        description: New agenda or notes.
+        location: New address or video link (only for events without a booked room).
+    """
+    event = _own(state, event_id, "update")
+    if location is not None and event.room_id is not None:
+        raise BadRequest(f"argument 'location': event {event_id!r} has a booked room; use change_room")
+    changes = {"title": title, "description": description, "location": location}
+    for key, value in changes.items():
+        if value is not None:
+            setattr(event, key, value)
+    event.updated_at = state.tick()
+    return event
+
+
+@service.write
+def reschedule_event(state: CalendarState, event_id: EventId, start: DateTime, end: DateTime) -> Event:
+    """Move one of the user's events to a new time; every attendee must answer again.
+
+    Args:
+        event_id: Id of the event (the user must be its organizer).
+        start: New start time (in the future).
+        end: New end time (after start, at most 24 hours later).
+    """
+    start, end = _future_span(state, start, end)
+    event = _own(state, event_id, "reschedule")
+    if event.room_id is not None:
+        _check_room(state, event.room_id, start, end, len(event.attendees) + 1, skip=event.id)
+    event.start, event.end = start, end
+    for attendee in event.attendees:
+        attendee.response = "needs_action"
+    event.updated_at = state.tick()
+    return event
+
+
+@service.write
+def change_room(state: CalendarState, event_id: EventId, room_id: RoomId | None = None) -> Event:
+    """Book another room for one of the user's events, or release its room.
+
+    Args:
+        event_id: Id of the event (the user must be its organizer).
+        room_id: Room to book instead; omit to release the current room.
+    """
+    event = _own(state, event_id, "change the room of")
+    if room_id is not None and room_id == event.room_id:
+        raise Conflict(f"event {event_id!r} is already in room {room_id!r}")
+    room = None
+    if room_id is not None:
+        room = _check_room(state, room_id, event.start, event.end, len(event.attendees) + 1, skip=event.id)
+    elif event.room_id is None:
+        raise Conflict(f"event {event_id!r} has no room to release")
+    event.room_id = room_id
+    event.location = room.name if room else None
+    event.updated_at = state.tick()
+    return event
+
+
+@service.write
+def add_attendees(state: CalendarState, event_id: EventId, emails: list[EmailAddress], optional: Flag = False) -> Event:
+    """Invite more people to one of the user's events.
+
+    Args:
+        event_id: Id of the event (the user must be its organizer).
+        emails: Addresses to invite (none of them already invited).
+        optional: Whether their attendance is optional.
+    """
+    event = _own(state, event_id, "invite people to")
+    new = list(dict.fromkeys(emails))
+    if not new:
+        raise BadRequest("argument 'emails': at least one address is required")
+    invited = {a.email.lower() for a in event.attendees} | {event.organizer.lower()}
+    for email in new:
+        if email.lower() in invited:
+            raise Conflict(f"{email!r} is already invited to event {event_id!r}")
+    if event.room_id is not None:
+        room = state.rooms[event.room_id]
+        if len(event.attendees) + len(new) + 1 > room.capacity:
+            raise BadRequest(f"argument 'emails': room {room.id!r} ({room.name}) seats only {room.capacity}")
+    event.attendees.extend(Attendee(email=e, response="needs_action", optional=optional) for e in new)
+    event.updated_at = state.tick()
+    return event
+
+
+@service.write
+def remove_attendee(state: CalendarState, event_id: EventId, email: EmailAddress) -> Event:
+    """Uninvite one person from one of the user's events.
+
+    Args:
+        event_id: Id of the event (the user must be its organizer).
+        email: Address of the attendee to remove.
+    """
+    event = _own(state, event_id, "uninvite people from")
+    keep = [a for a in event.attendees if a.email.lower() != email.lower()]
+    if len(keep) == len(event.attendees):
+        raise NotFound(f"attendee {email!r} not found on event {event_id!r}")
+    event.attendees = keep
+    event.updated_at = state.tick()
+    return event
+
+
+@service.write
+def respond_to_event(state: CalendarState, event_id: EventId, response: Reply) -> Event:
+    """Answer an invitation on behalf of the user (accept, decline or maybe).
+
+    Args:
+        event_id: Id of the event the user is invited to.
+        response: The user's answer.
+    """
+    event = require(state.events, event_id, "event")
+    if event.organizer.lower() == state.owner.lower():
+        raise Conflict(f"the user organises event {event_id!r}; organizers do not RSVP")
+    mine = next((a for a in event.attendees if a.email.lower() == state.owner.lower()), None)
+    if mine is None:
+        raise Forbidden(f"the user is not invited to event {event_id!r}")
+    if event.status == "cancelled":
+        raise Conflict(f"event {event_id!r} is cancelled")
+    if event.end <= state.clock:
+        raise Conflict(f"event {event_id!r} is already over")
+    mine.response = response
+    event.updated_at = state.tick()
+    return event
+
+
+@service.write
+def cancel_event(state: CalendarState, event_id: EventId, scope: CancelScope = "this") -> list[Event]:
+    """Cancel one of the user's events, or this and every later occurrence of its series.
+
+    Args:
+        event_id: Id of the event (the user must be its organizer).
+        scope: 'this' for this occurrence only, 'series' for it and all later occurrences.
+    """
+    event = _own(state, event_id, "cancel")
+    if scope == "series" and event.series_id is None:
+        raise BadRequest(f"argument 'scope': event {event_id!r} is not part of a series")
+    targets = [event]
+    if scope == "series":
+        targets = sorted(
+            (
+                e
+                for e in state.events.values()
+                if e.series_id == event.series_id and e.start >= event.start and e.status != "cancelled"
+            ),
+            key=lambda e: (e.start, e.id),
+        )
+    now = state.tick()
+    for target in targets:
+        target.status = "cancelled"
+        target.updated_at = now
+    return targets

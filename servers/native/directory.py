@@ -1,0 +1,695 @@
+"""Directory: the company directory and shared contacts — people, managers, groups, duplicates.
+
+Tools: search_people, get_person, lookup_person, list_direct_reports, get_management_chain,
+create_contact, update_person, archive_contact, restore_contact, find_duplicates, merge_contacts,
+set_favourite, list_groups, get_group, create_group, add_group_members, remove_group_member.
+State: people (employees and external contacts) and groups by id; the address of the user.
+Seed: every employee (title, department, manager) and the population's external contacts, plus
+near-duplicate entries (the same person saved twice with a personal address, a phone-only copy,
+a misspelt name, a colleague saved as a contact), look-alike people at different companies who are
+not duplicates, archived stale contacts and favourites; about 20 groups: all-staff, department
+teams, a look-alike ops team, security groups and customer account lists.
+Rules: employee records are managed by HR — only their phone, city and notes can change here, and
+they cannot be archived or merged away (403); archived or merged entries cannot change (409); an
+active address belongs to one entry only (409); two entries can only be merged when they share an
+email or phone, or have similar names at the same company (409); merging fills the primary's empty
+fields, moves group memberships and leaves the duplicate as merged; only a group's owners may change
+its members (403); security groups take employees only (403); group addresses are unique (409).
+Version history: 1 — first version.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import difflib
+import random
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from servers.framework import (
+    BadRequest,
+    Conflict,
+    Forbidden,
+    NotFound,
+    Page,
+    Record,
+    Service,
+    ServiceState,
+    contains,
+    paginate,
+    require,
+)
+from servers.population import Population
+from servers.types import (
+    City,
+    CompanyName,
+    DateTime,
+    Department,
+    EmailAddress,
+    Flag,
+    JobTitle,
+    Limit,
+    Note,
+    Offset,
+    Percentage,
+    PersonName,
+    PhoneNumber,
+    Query,
+    Title,
+    ident,
+    sem,
+)
+
+PersonId = Annotated[str, ident("directory", "person")]
+GroupId = Annotated[str, ident("directory", "group")]
+Kind = Annotated[
+    Literal["employee", "external"],
+    sem("directory.person_kind", "Employee of the organisation (managed by HR) or external contact."),
+]
+Status = Annotated[
+    Literal["active", "archived", "merged"],
+    sem("directory.person_status", "Active entry, archived stale contact, or duplicate merged into another."),
+]
+GroupKind = Annotated[
+    Literal["mailing_list", "team", "security"],
+    sem("directory.group_kind", "Mailing list, team group, or security group (employees only)."),
+]
+Reason = Annotated[
+    Literal["same_email", "same_phone", "similar_name"],
+    sem("directory.duplicate_reason", "Why two entries look like the same person."),
+]
+
+SIMILAR = 0.8  # name similarity (0-1) above which two entries at the same company look like one person
+
+
+class Person(Record):
+    id: PersonId
+    kind: Kind
+    name: PersonName
+    email: EmailAddress | None = Field(default=None, description="Work email address.")
+    phone: PhoneNumber | None = Field(default=None, description="Phone number.")
+    title: JobTitle | None = Field(default=None, description="Job title.")
+    department: Department | None = Field(default=None, description="Department (employees).")
+    company: CompanyName = Field(description="Company the person works for.")
+    manager_email: EmailAddress | None = Field(default=None, description="Email address of the manager.")
+    city: City | None = Field(default=None, description="City where the person works.")
+    notes: Note = Field(default="", description="Free-form notes.")
+    starred: Flag = Field(default=False, description="Whether the user marked the entry as a favourite.")
+    status: Status = "active"
+    merged_into: PersonId | None = Field(default=None, description="Entry this duplicate was merged into.")
+    updated_at: DateTime
+
+
+class Group(Record):
+    id: GroupId
+    name: Title = Field(description="Display name of the group.")
+    email: EmailAddress = Field(description="Address of the group (unique).")
+    kind: GroupKind
+    description: Note = Field(default="", description="What the group is for.")
+    owners: list[EmailAddress] = Field(description="Addresses of the people who manage the group.")
+    members: list[EmailAddress] = Field(description="Addresses of the members.")
+
+
+class DuplicatePair(Record):
+    person_id: PersonId = Field(description="Entry to keep (employees and older entries first).")
+    duplicate_id: PersonId = Field(description="Entry that looks like the same person.")
+    reason: Reason
+    similarity: Percentage = Field(description="Similarity of the two names.")
+
+
+class DirectoryState(ServiceState):
+    me: str = ""
+    people: dict[str, Person] = Field(default_factory=dict)
+    groups: dict[str, Group] = Field(default_factory=dict)
+
+
+def _similarity(a: Person, b: Person) -> float:
+    return round(100 * difflib.SequenceMatcher(None, a.name.lower(), b.name.lower()).ratio(), 1)
+
+
+def _same(a: str | None, b: str | None) -> bool:
+    return a is not None and b is not None and a.lower() == b.lower()
+
+
+def _duplicate_reason(a: Person, b: Person) -> str | None:
+    if _same(a.email, b.email):
+        return "same_email"
+    if _same(a.phone, b.phone):
+        return "same_phone"
+    if _same(a.company, b.company) and _similarity(a, b) >= 100 * SIMILAR:
+        return "similar_name"
+    return None
+
+
+def seed(rng: random.Random, world: Population) -> DirectoryState:
+    state = DirectoryState(me=world.me.email, clock=world.now)
+    managers = {p.id: p.email for p in world.employees}
+
+    def add(person_kind: str, name: str, company: str, days: int, **fields: str | None) -> Person:
+        entry = Person(
+            id=state.new_id("per"),
+            kind=person_kind,
+            name=name,
+            company=company,
+            updated_at=world.now - dt.timedelta(days=days, minutes=rng.randint(0, 1439)),
+            **fields,
+        )
+        state.people[entry.id] = entry
+        return entry
+
+    for p in world.employees:
+        add(
+            "employee",
+            p.name,
+            p.company,
+            rng.randint(10, 300),
+            email=p.email,
+            phone=p.phone,
+            title=p.title,
+            department=p.department,
+            manager_email=managers.get(p.manager_id or ""),
+            city=p.city,
+        )
+    contacts = list(world.contacts[:44])
+    for p in contacts:
+        add(
+            "external", p.name, p.company, rng.randint(5, 500), email=p.email, phone=p.phone, title=p.title, city=p.city
+        )
+    picks = rng.sample(contacts, 4)
+    personal = f"{picks[0].first_name}.{picks[0].last_name}{rng.randint(10, 99)}@gmail.com".lower()
+    add(
+        "external",
+        picks[0].name,
+        picks[0].company,
+        400,
+        email=personal,
+        phone=picks[0].phone,
+        notes="Saved from a conference badge scan.",
+    )
+    add("external", picks[1].first_name, picks[1].company, 250, phone=picks[1].phone, notes="Phone-only entry.")
+    last = picks[2].last_name
+    typo = last[:-2] + last[-1] + last[-2] if len(last) > 3 else last + "e"
+    add("external", f"{picks[2].first_name} {typo}", picks[2].company, 320, title=picks[2].title)
+    add("external", picks[3].name, picks[3].company, 30, email=picks[3].email, notes="Imported from the CRM.")
+    colleague = rng.choice([p for p in world.employees if p.id != world.me.id])
+    add(
+        "external",
+        colleague.name,
+        world.org.name,
+        200,
+        phone=colleague.phone,
+        notes="Mobile, saved before they joined.",
+    )
+    externals = [p for p in state.people.values() if p.kind == "external"]
+    for entry in rng.sample(externals[:40], 3):
+        entry.status, entry.notes = "archived", "Left the company."
+    for entry in rng.sample([p for p in state.people.values() if p.status == "active"], 6):
+        entry.starred = True
+
+    domain = world.org.domain
+    heads = {p.department: p.email for p in world.employees if p.manager_id is None}
+    staff = [p.email for p in world.employees]
+
+    listed = {p.email for p in state.people.values() if p.status == "active" and p.email}
+
+    def group(name: str, local: str, group_kind: str, owners: list[str], members: list[str], about: str = "") -> None:
+        new = Group(
+            id=state.new_id("grp"),
+            name=name,
+            email=f"{local}@{domain}",
+            kind=group_kind,
+            description=about,
+            owners=owners,
+            members=[m for m in dict.fromkeys(members) if m in listed],
+        )
+        state.groups[new.id] = new
+
+    group("All staff", "all-staff", "mailing_list", [heads["People"]], staff, "Everyone at the company.")
+    for dept, head in heads.items():
+        members = [p.email for p in world.employees if p.department == dept]
+        group(f"{dept} team", dept.lower(), "team", [head], members, f"The {dept} department.")
+    ops = [p.email for p in world.employees if p.department == "Operations"]
+    group("Ops team", "ops-team", "team", [world.me.email], rng.sample(ops, 2), "Old operations list, partly used.")
+    group("Managers", "managers", "security", [heads["People"]], list(heads.values()), "Department heads.")
+    engineers = [p.email for p in world.employees if p.department == "Engineering"]
+    group("IT admins", "it-admins", "security", [heads["Engineering"]], engineers[:3], "Admin access to systems.")
+    sales = [p.email for p in world.employees if p.department == "Sales"]
+    for company in [c for c in world.companies if c.relation == "customer"]:
+        people = [p.email for p in world.contacts_of(company.id)]
+        owner = rng.choice([world.me.email, heads["Sales"]])
+        slug = "".join(ch for ch in company.name.lower() if ch.isalnum())[:20]
+        group(
+            f"{company.name} account",
+            f"acct-{slug}",
+            "mailing_list",
+            [owner],
+            [rng.choice(sales), *people],
+            f"Account team and contacts at {company.name}.",
+        )
+    vendors = [p.email for c in world.companies if c.relation == "vendor" for p in world.contacts_of(c.id)]
+    group("Vendors", "vendors", "mailing_list", [world.me.email], vendors, "Supplier contacts.")
+    group("Social club", "social", "mailing_list", [rng.choice(staff)], rng.sample(staff, 12), "Events and fun.")
+    return state
+
+
+service = Service(
+    "directory",
+    version=1,
+    category="productivity",
+    description="Company directory and shared contacts: people, managers, groups and duplicate clean-up.",
+    state=DirectoryState,
+    seed=seed,
+)
+
+
+def _active(state: DirectoryState, person_id: str) -> Person:
+    person = require(state.people, person_id, "person")
+    if person.status != "active":
+        raise Conflict(f"person {person_id!r} is {person.status}")
+    return person
+
+
+def _by_email(state: DirectoryState, email: str, skip: str = "") -> Person | None:
+    return next(
+        (p for p in state.people.values() if p.status == "active" and p.id != skip and _same(p.email, email)), None
+    )
+
+
+def _owned_group(state: DirectoryState, group_id: str) -> Group:
+    group = require(state.groups, group_id, "group")
+    if state.me.lower() not in [o.lower() for o in group.owners]:
+        raise Forbidden(f"only the owners {group.owners!r} may change the members of group {group_id!r}")
+    return group
+
+
+def _members(state: DirectoryState, emails: list[str], security: bool) -> list[str]:
+    for email in emails:
+        person = _by_email(state, email)
+        if person is None:
+            raise NotFound(f"person with email {email!r} not found in the directory")
+        if security and person.kind != "employee":
+            raise Forbidden(f"{email!r} is not an employee; security groups take employees only")
+    return list(dict.fromkeys(emails))
+
+
+@service.read
+def search_people(
+    state: DirectoryState,
+    query: Query | None = None,
+    kind: Kind | None = None,
+    department: Department | None = None,
+    company: CompanyName | None = None,
+    manager_email: EmailAddress | None = None,
+    starred_only: Flag = False,
+    include_archived: Flag = False,
+    offset: Offset = 0,
+    limit: Limit = 20,
+) -> Page[Person]:
+    """Search the directory by name, email, phone or title, sorted by name.
+
+    Args:
+        query: Case-insensitive text to find in the name, email, phone or title.
+        kind: Only employees or only external contacts.
+        department: Only people of this department.
+        company: Only people of this company.
+        manager_email: Only people reporting to this manager.
+        starred_only: Only favourites.
+        include_archived: Also list archived and merged entries.
+        offset: Number of entries to skip.
+        limit: Maximum number of entries to return.
+    """
+    rows = [
+        p
+        for p in state.people.values()
+        if (query is None or any(contains(v, query) for v in (p.name, p.email, p.phone, p.title)))
+        and (kind is None or p.kind == kind)
+        and (department is None or _same(p.department, department))
+        and (company is None or _same(p.company, company))
+        and (manager_email is None or _same(p.manager_email, manager_email))
+        and (p.starred or not starred_only)
+        and (include_archived or p.status == "active")
+    ]
+    return paginate(sorted(rows, key=lambda p: (p.name.lower(), p.id)), offset, limit)
+
+
+@service.read
+def get_person(state: DirectoryState, person_id: PersonId) -> Person:
+    """Get one directory entry.
+
+    Args:
+        person_id: Id of the entry.
+    """
+    return require(state.people, person_id, "person")
+
+
+@service.read
+def lookup_person(
+    state: DirectoryState, email: EmailAddress | None = None, phone: PhoneNumber | None = None
+) -> list[Person]:
+    """Find the active entries with exactly this email address or phone number (employees first).
+
+    Args:
+        email: Email address to look up.
+        phone: Phone number to look up.
+    """
+    if email is None and phone is None:
+        raise BadRequest("argument 'email': give an email or a phone number")
+    rows = [
+        p
+        for p in state.people.values()
+        if p.status == "active" and (email is None or _same(p.email, email)) and (phone is None or p.phone == phone)
+    ]
+    return sorted(rows, key=lambda p: (p.kind != "employee", p.id))
+
+
+@service.read
+def list_direct_reports(state: DirectoryState, manager_email: EmailAddress) -> list[Person]:
+    """List the employees who report directly to a manager.
+
+    Args:
+        manager_email: Email address of the manager (an employee).
+    """
+    manager = _by_email(state, manager_email)
+    if manager is None or manager.kind != "employee":
+        raise NotFound(f"employee with email {manager_email!r} not found")
+    rows = [p for p in state.people.values() if p.status == "active" and _same(p.manager_email, manager_email)]
+    return sorted(rows, key=lambda p: (p.name, p.id))
+
+
+@service.read
+def get_management_chain(state: DirectoryState, person_id: PersonId) -> list[Person]:
+    """List a person's manager, that manager's manager and so on up to the top.
+
+    Args:
+        person_id: Id of an employee entry.
+    """
+    person = require(state.people, person_id, "person")
+    chain: list[Person] = []
+    while person.manager_email and len(chain) < 20:
+        manager = _by_email(state, person.manager_email)
+        if manager is None or manager in chain:
+            break
+        chain.append(manager)
+        person = manager
+    return chain
+
+
+@service.write
+def create_contact(
+    state: DirectoryState,
+    name: PersonName,
+    company: CompanyName,
+    email: EmailAddress | None = None,
+    phone: PhoneNumber | None = None,
+    title: JobTitle | None = None,
+    city: City | None = None,
+    notes: Note = "",
+) -> Person:
+    """Add an external contact; it needs an email or a phone, and the email must be new.
+
+    Args:
+        name: Full name.
+        company: Company the person works for.
+        email: Work email address.
+        phone: Phone number.
+        title: Job title.
+        city: City.
+        notes: Free-form notes.
+    """
+    if email is None and phone is None:
+        raise BadRequest("argument 'email': a contact needs an email or a phone number")
+    clash = _by_email(state, email) if email else None
+    if clash is not None:
+        raise Conflict(f"email {email!r} already belongs to person {clash.id!r} ({clash.name})")
+    person = Person(
+        id=state.new_id("per"),
+        kind="external",
+        name=name,
+        email=email,
+        phone=phone,
+        title=title,
+        company=company,
+        city=city,
+        notes=notes,
+        updated_at=state.tick(),
+    )
+    state.people[person.id] = person
+    return person
+
+
+@service.write
+def update_person(
+    state: DirectoryState,
+    person_id: PersonId,
+    name: PersonName | None = None,
+    email: EmailAddress | None = None,
+    phone: PhoneNumber | None = None,
+    title: JobTitle | None = None,
+    company: CompanyName | None = None,
+    city: City | None = None,
+    notes: Note | None = None,
+) -> Person:
+    """Change an entry; omitted fields stay as they are (employees: phone, city and notes only).
+
+    Args:
+        person_id: Id of the entry.
+        name: New full name.
+        email: New email address.
+        phone: New phone number.
+        title: New job title.
+        company: New company.
+        city: New city.
+        notes: New notes (replace the old ones).
+    """
+    person = _active(state, person_id)
+    hr_fields = {"name": name, "email": email, "title": title, "company": company}
+    if person.kind == "employee" and any(v is not None for v in hr_fields.values()):
+        changed = sorted(k for k, v in hr_fields.items() if v is not None)
+        raise Forbidden(f"employee {person_id!r} is managed by HR; {changed} cannot be changed here")
+    clash = _by_email(state, email, skip=person_id) if email else None
+    if clash is not None:
+        raise Conflict(f"email {email!r} already belongs to person {clash.id!r} ({clash.name})")
+    for key, value in {**hr_fields, "phone": phone, "city": city, "notes": notes}.items():
+        if value is not None:
+            setattr(person, key, value)
+    person.updated_at = state.tick()
+    return person
+
+
+@service.write
+def archive_contact(state: DirectoryState, person_id: PersonId) -> Person:
+    """Archive a stale external contact; it leaves every group it belonged to.
+
+    Args:
+        person_id: Id of the external contact.
+    """
+    person = require(state.people, person_id, "person")
+    if person.kind == "employee":
+        raise Forbidden(f"person {person_id!r} is an employee; employees leave the directory through HR")
+    person = _active(state, person_id)
+    for group in state.groups.values():
+        group.members = [m for m in group.members if not _same(m, person.email)]
+    person.status = "archived"
+    person.updated_at = state.tick()
+    return person
+
+
+@service.write
+def restore_contact(state: DirectoryState, person_id: PersonId) -> Person:
+    """Bring an archived contact back (not a merged one).
+
+    Args:
+        person_id: Id of the archived contact.
+    """
+    person = require(state.people, person_id, "person")
+    if person.status != "archived":
+        raise Conflict(f"person {person_id!r} is {person.status}, not archived")
+    clash = _by_email(state, person.email) if person.email else None
+    if clash is not None:
+        raise Conflict(f"email {person.email!r} now belongs to person {clash.id!r}; merge instead")
+    person.status = "active"
+    person.updated_at = state.tick()
+    return person
+
+
+@service.read
+def find_duplicates(state: DirectoryState, person_id: PersonId | None = None) -> list[DuplicatePair]:
+    """Find pairs of active entries that look like the same person (same email or phone, or similar name
+    at the same company).
+
+    Args:
+        person_id: Only pairs involving this entry.
+    """
+    if person_id is not None:
+        require(state.people, person_id, "person")
+    people = sorted(
+        (p for p in state.people.values() if p.status == "active"), key=lambda p: (p.kind != "employee", p.id)
+    )
+    pairs = []
+    for index, first in enumerate(people):
+        for second in people[index + 1 :]:
+            if person_id not in (None, first.id, second.id) or second.kind == "employee":
+                continue
+            reason = _duplicate_reason(first, second)
+            if reason:
+                pairs.append(
+                    DuplicatePair(
+                        person_id=first.id, duplicate_id=second.id, reason=reason, similarity=_similarity(first, second)
+                    )
+                )
+    return pairs
+
+
+@service.write
+def merge_contacts(state: DirectoryState, primary_id: PersonId, duplicate_id: PersonId) -> Person:
+    """Merge a duplicate entry into the primary one: empty fields are filled, group memberships move,
+    notes are kept, and the duplicate is marked merged.
+
+    Args:
+        primary_id: Id of the entry to keep.
+        duplicate_id: Id of the duplicate to merge away (never an employee).
+    """
+    if primary_id == duplicate_id:
+        raise BadRequest("argument 'duplicate_id': an entry cannot be merged into itself")
+    primary, duplicate = _active(state, primary_id), _active(state, duplicate_id)
+    if duplicate.kind == "employee":
+        raise Forbidden(f"person {duplicate_id!r} is an employee; merge the contact into the employee instead")
+    if _duplicate_reason(primary, duplicate) is None:
+        raise Conflict(f"persons {primary_id!r} and {duplicate_id!r} share no email or phone and differ in name")
+    for key in ("email", "phone", "title", "city"):
+        if getattr(primary, key) is None:
+            setattr(primary, key, getattr(duplicate, key))
+    primary.notes = "\n".join(n for n in (primary.notes, duplicate.notes) if n)[:5000]
+    primary.starred = primary.starred or duplicate.starred
+    for group in state.groups.values():
+        swapped = [primary.email if _same(m, duplicate.email) and primary.email else m for m in group.members]
+        group.members = list(dict.fromkeys(swapped))
+    now = state.tick()
+    duplicate.status, duplicate.merged_into, duplicate.updated_at = "merged", primary_id, now
+    primary.updated_at = now
+    return primary
+
+
+@service.write
+def set_favourite(state: DirectoryState, person_id: PersonId, starred: Flag = True) -> Person:
+    """Star an entry as a favourite, or unstar it.
+
+    Args:
+        person_id: Id of the entry.
+        starred: True to star, false to unstar.
+    """
+    person = _active(state, person_id)
+    person.starred = starred
+    person.updated_at = state.tick()
+    return person
+
+
+@service.read
+def list_groups(
+    state: DirectoryState,
+    query: Query | None = None,
+    member_email: EmailAddress | None = None,
+    kind: GroupKind | None = None,
+    offset: Offset = 0,
+    limit: Limit = 20,
+) -> Page[Group]:
+    """List groups by name, with optional filters.
+
+    Args:
+        query: Case-insensitive text to find in the name, address or description.
+        member_email: Only groups with this member.
+        kind: Only groups of this kind.
+        offset: Number of groups to skip.
+        limit: Maximum number of groups to return.
+    """
+    rows = [
+        g
+        for g in state.groups.values()
+        if (query is None or any(contains(v, query) for v in (g.name, g.email, g.description)))
+        and (member_email is None or any(_same(m, member_email) for m in g.members))
+        and (kind is None or g.kind == kind)
+    ]
+    return paginate(sorted(rows, key=lambda g: (g.name.lower(), g.id)), offset, limit)
+
+
+@service.read
+def get_group(state: DirectoryState, group_id: GroupId) -> Group:
+    """Get one group with its owners and members.
+
+    Args:
+        group_id: Id of the group.
+    """
+    return require(state.groups, group_id, "group")
+
+
+@service.write
+def create_group(
+    state: DirectoryState,
+    name: Title,
+    email: EmailAddress,
+    kind: GroupKind = "mailing_list",
+    description: Note = "",
+    members: list[EmailAddress] | None = None,
+) -> Group:
+    """Create a group owned by the user.
+
+    Args:
+        name: Display name.
+        email: Address of the group (not used by another group or person).
+        kind: Kind of group.
+        description: What the group is for.
+        members: Addresses of directory entries to add.
+    """
+    taken = next((g for g in state.groups.values() if _same(g.email, email)), None) or _by_email(state, email)
+    if taken is not None:
+        raise Conflict(f"address {email!r} is already used by {taken.id!r}")
+    added = _members(state, members or [], kind == "security")
+    group = Group(
+        id=state.new_id("grp"),
+        name=name,
+        email=email,
+        kind=kind,
+        description=description,
+        owners=[state.me],
+        members=added,
+    )
+    state.tick()
+    state.groups[group.id] = group
+    return group
+
+
+@service.write
+def add_group_members(state: DirectoryState, group_id: GroupId, emails: list[EmailAddress]) -> Group:
+    """Add directory entries to a group the user owns.
+
+    Args:
+        group_id: Id of the group.
+        emails: Addresses to add (not members yet).
+    """
+    group = _owned_group(state, group_id)
+    if not emails:
+        raise BadRequest("argument 'emails': at least one address is required")
+    added = _members(state, emails, group.kind == "security")
+    for email in added:
+        if any(_same(m, email) for m in group.members):
+            raise Conflict(f"{email!r} is already a member of group {group_id!r}")
+    group.members.extend(added)
+    state.tick()
+    return group
+
+
+@service.write
+def remove_group_member(state: DirectoryState, group_id: GroupId, email: EmailAddress) -> Group:
+    """Remove a member from a group the user owns.
+
+    Args:
+        group_id: Id of the group.
+        email: Address of the member to remove.
+    """
+    group = _owned_group(state, group_id)
+    if not any(_same(m, email) for m in group.members):
+        raise NotFound(f"member {email!r} not found in group {group_id!r}")
+    group.members = [m for m in group.members if not _same(m, email)]
+    state.tick()
+    return group

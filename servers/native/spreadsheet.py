@@ -1,0 +1,813 @@
+"""Spreadsheet: shared workbooks with sheets of cells — read and write ranges, append, find, totals.
+
+Tools: list_spreadsheets, get_spreadsheet, create_spreadsheet, rename_spreadsheet,
+share_spreadsheet, delete_spreadsheet, read_range, write_range, append_row, clear_range,
+find_value, aggregate_column, add_sheet, rename_sheet, delete_sheet, protect_range,
+unprotect_range.
+State: spreadsheets by id (with their sheets and protected ranges) and cell values by sheet id
+and A1 reference; the acting user's address.
+Seed: 22 spreadsheets for the population's user ("me"): the FY2026 operating budget owned by
+Finance (header and assumptions protected) with a stale FY2025 budget and a near-duplicate
+copy, the approved-vendor list (population vendors, contacts, annual amounts, PO references,
+a protected contract column) and an old vendor list, the inventory by SKU and location with
+last year's count, an equipment tracker by employee and SKU, a sales pipeline, a contacts
+export, monthly expense reports and colleagues' sheets the user cannot open.
+Rules: the user sees only spreadsheets they own or that are shared with them (others → 403);
+viewers cannot write (403); a write that touches a protected range is refused unless the user
+owns the spreadsheet or is an editor of the range (403); ranges must lie inside the sheet's
+grid and a read is at most 20000 cells (400); sheet names are unique per spreadsheet (409), a
+spreadsheet keeps at least one and at most 12 sheets (409); a sheet holding protected ranges is
+deleted only by the owner (403); only the owner may delete the spreadsheet, protect or
+unprotect ranges (403) and protected ranges may not overlap (409); totals need a one-column
+range (400).
+Version history: 1 — first version.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import random
+import re
+import statistics
+from collections.abc import Callable
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from servers.framework import (
+    BadRequest,
+    Conflict,
+    Forbidden,
+    NotFound,
+    Page,
+    Record,
+    Service,
+    ServiceState,
+    contains,
+    paginate,
+    require,
+)
+from servers.population import Population
+from servers.types import (
+    CellRef,
+    CellValue,
+    Count,
+    DateTime,
+    EmailAddress,
+    Flag,
+    Limit,
+    Note,
+    Offset,
+    Query,
+    Title,
+    ident,
+    sem,
+)
+
+SpreadsheetId = Annotated[str, ident("spreadsheet", "spreadsheet")]
+SheetId = Annotated[str, ident("spreadsheet", "sheet")]
+ProtectedRangeId = Annotated[str, ident("spreadsheet", "protected_range")]
+SheetName = Annotated[
+    str, sem("spreadsheet.sheet_name", "Name of a sheet (tab) of a spreadsheet.", min_length=1, max_length=100)
+]
+RangeRef = Annotated[
+    str,
+    sem(
+        "spreadsheet.range",
+        "Cell range in A1 notation, e.g. A1:D20 (a single cell such as B3 is a range too).",
+        pattern=r"^[A-Z]{1,3}[1-9][0-9]{0,5}(:[A-Z]{1,3}[1-9][0-9]{0,5})?$",
+    ),
+]
+Role = Annotated[Literal["viewer", "editor"], sem("spreadsheet.role", "Access role granted on a shared spreadsheet.")]
+Aggregate = Annotated[
+    Literal["sum", "average", "count", "min", "max"],
+    sem("spreadsheet.aggregate", "Function computed over the numeric cells of a one-column range."),
+]
+Number = Annotated[float, sem("spreadsheet.number", "Numeric value computed from cells.")]
+SheetIndex = Annotated[int, sem("spreadsheet.sheet_index", "Position of a sheet among the tabs, from 0.", ge=0)]
+GridSize = Annotated[int, sem("spreadsheet.grid_size", "Number of rows or columns of a sheet's grid.", ge=1, le=5000)]
+
+MAX_SHEETS, MAX_READ = 12, 20_000
+AGGREGATES: dict[str, Callable[[list[float]], float]] = {
+    "sum": math.fsum,
+    "average": statistics.fmean,
+    "count": len,
+    "min": min,
+    "max": max,
+}
+A1 = re.compile(r"^([A-Z]{1,3})([1-9][0-9]{0,5})$")
+
+
+class ProtectedRange(Record):
+    id: ProtectedRangeId
+    sheet: SheetName
+    range: RangeRef
+    description: Note = Field(description="Why the range is protected.")
+    editors: list[EmailAddress] = Field(description="People besides the owner who may edit the range.")
+
+
+class Sheet(Record):
+    id: SheetId
+    name: SheetName
+    index: SheetIndex
+    rows: GridSize = Field(description="Number of rows of the grid.")
+    columns: GridSize = Field(description="Number of columns of the grid.")
+
+
+class Spreadsheet(Record):
+    id: SpreadsheetId
+    title: Title
+    owner: EmailAddress = Field(description="Address of the spreadsheet's owner.")
+    editors: list[EmailAddress] = Field(default_factory=list, description="People who may edit.")
+    viewers: list[EmailAddress] = Field(default_factory=list, description="People who may only read.")
+    sheets: list[Sheet] = Field(description="Sheets (tabs) in display order.")
+    protected_ranges: list[ProtectedRange] = Field(default_factory=list, description="Ranges locked against edits.")
+    created_at: DateTime
+    modified_at: DateTime
+    modified_by: EmailAddress = Field(description="Address of the person who last changed it.")
+
+
+class RangeValues(Record):
+    spreadsheet_id: SpreadsheetId
+    sheet: SheetName
+    range: RangeRef = Field(description="The range that was read.")
+    rows: list[list[CellValue]] = Field(description="Cell values row by row; trailing empty rows and columns trimmed.")
+
+
+class UpdateResult(Record):
+    spreadsheet_id: SpreadsheetId
+    sheet: SheetName
+    range: RangeRef = Field(description="The range that was changed.")
+    updated_cells: Count = Field(description="Number of cells written or cleared.")
+
+
+class CellMatch(Record):
+    sheet: SheetName
+    cell: CellRef
+    value: CellValue = Field(description="The matching cell's value.")
+    row_values: list[CellValue] = Field(description="Every value of the matching cell's row, from column A.")
+
+
+class AggregateResult(Record):
+    spreadsheet_id: SpreadsheetId
+    sheet: SheetName
+    range: RangeRef
+    function: Aggregate
+    value: Number = Field(description="The computed value.")
+    numeric_cells: Count = Field(description="Cells that held a number and were counted.")
+    skipped_cells: Count = Field(description="Non-empty cells skipped because they are not numbers.")
+
+
+class Deleted(Record):
+    id: SpreadsheetId = Field(description="Id of the deleted spreadsheet.")
+    deleted: Flag = Field(description="Always true.")
+
+
+class SpreadsheetState(ServiceState):
+    me: str = ""
+    spreadsheets: dict[str, Spreadsheet] = {}
+    cells: dict[str, dict[str, str]] = {}
+
+
+def _letters(col: int) -> str:
+    out = ""
+    while col:
+        col, rem = divmod(col - 1, 26)
+        out = chr(65 + rem) + out
+    return out
+
+
+def _cell(ref: str) -> tuple[int, int]:
+    match = A1.match(ref)
+    if match is None:
+        raise BadRequest(f"{ref!r} is not an A1 cell reference")
+    col = 0
+    for char in match.group(1):
+        col = col * 26 + ord(char) - 64
+    return int(match.group(2)), col
+
+
+def _bounds(ref: str) -> tuple[int, int, int, int]:
+    """(first row, first column, last row, last column) of an A1 range, normalised."""
+    start, _, end = ref.partition(":")
+    (r1, c1), (r2, c2) = _cell(start), _cell(end or start)
+    return min(r1, r2), min(c1, c2), max(r1, r2), max(c1, c2)
+
+
+def _number(raw: str) -> float | None:
+    try:
+        value = float(raw.replace(",", ""))
+    except ValueError:
+        return None
+    return value if math.isfinite(value) and abs(value) < 1e15 else None
+
+
+def _a1(r1: int, c1: int, r2: int, c2: int) -> str:
+    first, last = f"{_letters(c1)}{r1}", f"{_letters(c2)}{r2}"
+    return first if first == last else f"{first}:{last}"
+
+
+def _overlap(a: tuple[int, int, int, int], b: tuple[int, int, int, int]) -> bool:
+    return a[0] <= b[2] and b[0] <= a[2] and a[1] <= b[3] and b[1] <= a[3]
+
+
+def _put(state: SpreadsheetState, sheet_id: str, rows: list[list[str]], top: int = 1, left: int = 1) -> None:
+    grid = state.cells.setdefault(sheet_id, {})
+    for r, row in enumerate(rows):
+        for c, value in enumerate(row):
+            ref = f"{_letters(left + c)}{top + r}"
+            if value == "":
+                grid.pop(ref, None)
+            else:
+                grid[ref] = value
+
+
+def _new_book(state: SpreadsheetState, title: str, owner: str, when: dt.datetime, names: list[str]) -> Spreadsheet:
+    sheets = [Sheet(id=state.new_id("sh"), name=n, index=i, rows=1000, columns=26) for i, n in enumerate(names)]
+    book = Spreadsheet(
+        id=state.new_id("ss"),
+        title=title,
+        owner=owner,
+        sheets=sheets,
+        created_at=when,
+        modified_at=when,
+        modified_by=owner,
+    )
+    state.spreadsheets[book.id] = book
+    return book
+
+
+def seed(rng: random.Random, world: Population) -> SpreadsheetState:
+    me = world.me.email
+    state = SpreadsheetState(me=me, clock=world.now)
+    heads = {p.department: p.email for p in world.employees if p.manager_id is None}
+    others = [p for p in world.employees if p.email != me]
+
+    def book(title: str, owner: str, days: int, tabs: dict[str, list[list[str]]], **share: list[str]) -> Spreadsheet:
+        when = world.now - dt.timedelta(days=days, minutes=rng.randint(0, 900))
+        made = _new_book(state, title, owner, when, list(tabs))
+        made.editors, made.viewers = share.get("editors", []), share.get("viewers", [])
+        for sheet, rows in zip(made.sheets, tabs.values(), strict=True):
+            _put(state, sheet.id, rows)
+        return made
+
+    def protect(made: Spreadsheet, sheet: str, ref: str, why: str, editors: list[str]) -> None:
+        rule = ProtectedRange(id=state.new_id("pr"), sheet=sheet, range=ref, description=why, editors=editors)
+        made.protected_ranges.append(rule)
+
+    categories = ("Travel", "Software", "Hardware", "Training", "Events", "Contractors")
+    budget = [["Department", "Category", "Q1", "Q2", "Q3", "Q4", "Total", "Budget owner"]]
+    for department, head in heads.items():
+        for category in rng.sample(categories, 3):
+            quarters = [rng.randint(10, 120) * 250 for _ in range(4)]
+            budget.append([department, category, *map(str, quarters), str(sum(quarters)), head])
+    assumptions = [["Assumption", "Value"], ["Currency", "USD"], ["Headcount growth %", "8"], ["Inflation %", "3.5"]]
+    fin = heads["Finance"]
+    made = book("FY2026 Operating Budget", fin, 40, {"Budget": budget, "Assumptions": assumptions}, editors=[me])
+    protect(made, "Budget", "A1:H1", "Column headers are fixed", [])
+    protect(made, "Assumptions", "A1:B20", "Planning assumptions set by Finance", [fin])
+    old = [row[:2] + [str(int(int(v) * 0.9)) for v in row[2:7]] + row[7:] for row in budget[1:]]
+    book("FY2025 Operating Budget", fin, 400, {"Budget": budget[:1] + old}, viewers=[me])
+    copy = [row[:2] + [str(int(v) + 500) for v in row[2:7]] + row[7:] for row in budget[1:]]
+    book("FY2026 Operating Budget (copy)", me, 25, {"Budget": budget[:1] + copy})
+
+    vendors = [["Company", "Service", "Contact email", "Annual amount", "Currency", "Status", "Contract ref"]]
+    services = ("Office supplies", "Furniture", "IT hardware", "Cleaning", "Consulting", "Logistics")
+    for company in [c for c in world.companies if c.relation in ("vendor", "partner")]:
+        contact = world.contacts_of(company.id)[0]
+        for kind in rng.sample(services, 2):
+            amount, status = rng.randint(40, 900) * 100, rng.choice(("approved", "approved", "under review"))
+            line = f"{company.name}|{kind}|{contact.email}|{amount:.2f}|{company.currency}|{status}"
+            vendors.append([*line.split("|"), f"PO-{rng.randint(10000, 99999)}"])
+    for company in [c for c in world.companies if c.relation == "prospect"]:
+        line = f"{company.name}|Consulting|{world.contacts_of(company.id)[0].email}|0.00|{company.currency}|rejected|"
+        vendors.append(line.split("|"))
+    made = book("Approved Vendors", me, 15, {"Vendors": vendors}, editors=[heads["Legal"]], viewers=[fin])
+    protect(made, "Vendors", "G1:G200", "Contract references are maintained by Legal", [heads["Legal"]])
+    book("Vendor list (old)", me, 420, {"Vendors": [row[:5] for row in vendors[: len(vendors) // 2]]})
+
+    stock = [["SKU", "Product", "Category", "Location", "On hand", "Reorder point", "Unit cost"]]
+    for product in world.products:
+        for location in ("HQ", "Warehouse"):
+            reorder = rng.randint(3, 20)
+            line = f"{product.sku}|{product.name}|{product.category}|{location}|{rng.randint(0, 3 * reorder)}|{reorder}"
+            stock.append([*line.split("|"), f"{product.unit_price:.2f}"])
+    book("Inventory", me, 3, {"Stock": stock}, editors=[others[0].email])
+    last_year = [row[:5] for row in stock[:14]]
+    book("Inventory count 2025", me, 380, {"Stock": last_year})
+
+    pipeline = [["Customer", "Contact", "Stage", "Amount", "Currency", "Owner"]]
+    sellers = [p.email for p in world.employees if p.department == "Sales"]
+    for company in [c for c in world.companies if c.relation in ("customer", "prospect")]:
+        seller, stage = rng.choice(sellers), rng.choice(("lead", "proposal", "won"))
+        line = f"{company.name}|{world.contacts_of(company.id)[0].email}|{stage}|{rng.randint(5, 120) * 1000:.2f}"
+        pipeline.append([*line.split("|"), company.currency, seller])
+    book("Sales pipeline Q1", heads["Sales"], 10, {"Pipeline": pipeline}, viewers=[me])
+    for person in rng.sample(others, 6):
+        lines = [["Date", "Description", "Category", "Amount", "Currency"]]
+        for _ in range(rng.randint(2, 6)):
+            day = world.now - dt.timedelta(days=rng.randint(5, 30))
+            what = rng.choice(("Taxi", "Hotel", "Team lunch", "Train", "Conference"))
+            lines.append([f"{day:%Y-%m-%d}", what, rng.choice(categories), f"{rng.uniform(15, 600):.2f}", "USD"])
+        title, readers = (
+            f"Expense report - {person.name} - Feb 2026",
+            [e for e in dict.fromkeys([me, heads[person.department]]) if e != person.email],
+        )
+        book(title, person.email, rng.randint(1, 8), {"Expenses": lines}, viewers=readers)
+    laptops = [["Employee", "Department", "Device SKU", "Device", "Status"]]
+    for person in rng.sample(others, 12):
+        product = rng.choice([p for p in world.products if p.category == "hardware"])
+        status = rng.choice(("ordered", "delivered", "pending approval"))
+        laptops.append([person.email, person.department, product.sku, product.name, status])
+    book("Equipment refresh tracker", me, 6, {"Requests": laptops}, editors=[heads["Engineering"]])
+    contacts = [["Name", "Email", "Phone", "Company", "Title"]]
+    contacts += [[p.name, p.email, p.phone, p.company, p.title] for p in world.contacts]
+    book("Customer contacts export", heads["Sales"], 20, {"Contacts": contacts}, viewers=[me])
+    metrics = [["Week", "Tickets closed", "Orders shipped", "On-time %"]]
+    for week in range(1, 10):
+        metrics.append(
+            [f"2026-W{week:02d}", str(rng.randint(40, 90)), str(rng.randint(100, 300)), str(rng.randint(88, 99))]
+        )
+    book("Weekly ops metrics", me, 1, {"2026": metrics}, viewers=[heads["Support"]])
+    book("Conference travel 2026", heads["Marketing"], 35, {"Trips": [["Event", "City", "Budget"]]}, editors=[me])
+    book("Headcount plan 2026", heads["People"], 50, {"Plan": [["Department", "Open roles"], ["Sales", "3"]]})
+    book("Office move checklist", me, 12, {"Tasks": [["Task", "Owner", "Done"], ["Book movers", me, "no"]]})
+    book("Team offsite budget", me, 30, {"Costs": [["Item", "Amount"], ["Venue", "4200"], ["Catering", "1850"]]})
+    book("Untitled spreadsheet", me, 90, {"Sheet1": []})
+    return state
+
+
+service = Service(
+    "spreadsheet",
+    version=1,
+    category="productivity",
+    description="Shared spreadsheets: read and write cell ranges, append rows, find values, compute totals.",
+    state=SpreadsheetState,
+    seed=seed,
+)
+
+
+def _role(state: SpreadsheetState, book: Spreadsheet) -> str | None:
+    me = state.me.lower()
+    if book.owner.lower() == me:
+        return "owner"
+    if me in [e.lower() for e in book.editors]:
+        return "editor"
+    return "viewer" if me in [v.lower() for v in book.viewers] else None
+
+
+def _readable(state: SpreadsheetState, spreadsheet_id: str) -> Spreadsheet:
+    book = require(state.spreadsheets, spreadsheet_id, "spreadsheet")
+    if _role(state, book) is None:
+        raise Forbidden(f"spreadsheet {spreadsheet_id!r} is not shared with {state.me!r}")
+    return book
+
+
+def _writable(state: SpreadsheetState, spreadsheet_id: str) -> Spreadsheet:
+    book = _readable(state, spreadsheet_id)
+    if _role(state, book) == "viewer":
+        raise Forbidden(f"{state.me!r} can only view spreadsheet {spreadsheet_id!r}")
+    return book
+
+
+def _owned(state: SpreadsheetState, spreadsheet_id: str, action: str) -> Spreadsheet:
+    book = _readable(state, spreadsheet_id)
+    if _role(state, book) != "owner":
+        raise Forbidden(f"only the owner {book.owner!r} can {action} spreadsheet {spreadsheet_id!r}")
+    return book
+
+
+def _sheet(book: Spreadsheet, name: str) -> Sheet:
+    found = next((s for s in book.sheets if s.name == name), None)
+    if found is None:
+        raise NotFound(f"sheet {name!r} not found in spreadsheet {book.id!r}; sheets: {[s.name for s in book.sheets]}")
+    return found
+
+
+def _in_grid(sheet: Sheet, box: tuple[int, int, int, int], field: str) -> None:
+    if box[2] > sheet.rows or box[3] > sheet.columns:
+        grid = _a1(1, 1, sheet.rows, sheet.columns)
+        raise BadRequest(f"argument {field!r}: {_a1(*box)} exceeds the grid {grid} of sheet {sheet.name!r}")
+
+
+def _check_protection(state: SpreadsheetState, book: Spreadsheet, sheet: Sheet, box: tuple[int, int, int, int]) -> None:
+    if _role(state, book) == "owner":
+        return
+    for rule in book.protected_ranges:
+        mine = state.me.lower() in [e.lower() for e in rule.editors]
+        if rule.sheet == sheet.name and _overlap(box, _bounds(rule.range)) and not mine:
+            raise Forbidden(
+                f"range {rule.range!r} of sheet {sheet.name!r} is protected ({rule.id!r}): {rule.description}"
+            )
+
+
+def _touch(state: SpreadsheetState, book: Spreadsheet) -> None:
+    book.modified_at, book.modified_by = state.tick(), state.me
+
+
+def _free_name(book: Spreadsheet, name: str) -> None:
+    if any(s.name.lower() == name.lower() for s in book.sheets):
+        raise Conflict(f"spreadsheet {book.id!r} already has a sheet named {name!r}")
+
+
+@service.read
+def list_spreadsheets(
+    state: SpreadsheetState,
+    query: Query | None = None,
+    owner: EmailAddress | None = None,
+    offset: Offset = 0,
+    limit: Limit = 20,
+) -> Page[Spreadsheet]:
+    """List the spreadsheets the user can open, most recently modified first.
+
+    Args:
+        query: Case-insensitive text to find in the title.
+        owner: Only spreadsheets owned by this address.
+        offset: Number of spreadsheets to skip.
+        limit: Maximum number of spreadsheets to return.
+    """
+    rows = [
+        b
+        for b in state.spreadsheets.values()
+        if _role(state, b) is not None
+        and contains(b.title, query)
+        and (owner is None or b.owner.lower() == owner.lower())
+    ]
+    return paginate(sorted(rows, key=lambda b: (b.modified_at, b.id), reverse=True), offset, limit)
+
+
+@service.read
+def get_spreadsheet(state: SpreadsheetState, spreadsheet_id: SpreadsheetId) -> Spreadsheet:
+    """Get a spreadsheet's title, sharing and sheets.
+
+    Args:
+        spreadsheet_id: Id of the spreadsheet.
+    """
+    return _readable(state, spreadsheet_id)
+
+
+@service.write
+def create_spreadsheet(
+    state: SpreadsheetState, title: Title, sheet_names: list[SheetName] | None = None
+) -> Spreadsheet:
+    """Create an empty spreadsheet owned by the user.
+
+    Args:
+        title: Title of the spreadsheet.
+        sheet_names: Names of its sheets, in order; defaults to one sheet called Sheet1.
+    """
+    names = sheet_names or ["Sheet1"]
+    if len({n.lower() for n in names}) != len(names):
+        raise BadRequest(f"argument 'sheet_names': duplicate sheet names in {names!r}")
+    if len(names) > MAX_SHEETS:
+        raise BadRequest(f"argument 'sheet_names': at most {MAX_SHEETS} sheets, got {len(names)}")
+    return _new_book(state, title, state.me, state.tick(), names)
+
+
+@service.write
+def rename_spreadsheet(state: SpreadsheetState, spreadsheet_id: SpreadsheetId, title: Title) -> Spreadsheet:
+    """Change a spreadsheet's title.
+
+    Args:
+        spreadsheet_id: Id of the spreadsheet.
+        title: New title.
+    """
+    book = _writable(state, spreadsheet_id)
+    book.title = title
+    _touch(state, book)
+    return book
+
+
+@service.write
+def share_spreadsheet(
+    state: SpreadsheetState, spreadsheet_id: SpreadsheetId, email: EmailAddress, role: Role = "viewer"
+) -> Spreadsheet:
+    """Share a spreadsheet with a person, or change their role.
+
+    Args:
+        spreadsheet_id: Id of the spreadsheet.
+        email: Address of the person.
+        role: viewer (read only) or editor.
+    """
+    book = _writable(state, spreadsheet_id)
+    if email.lower() == book.owner.lower():
+        raise Conflict(f"{email!r} already owns spreadsheet {spreadsheet_id!r}")
+    if email.lower() in [e.lower() for e in (book.editors if role == "editor" else book.viewers)]:
+        raise Conflict(f"spreadsheet {spreadsheet_id!r} is already shared with {email!r} as {role!r}")
+    book.editors = [e for e in book.editors if e.lower() != email.lower()]
+    book.viewers = [v for v in book.viewers if v.lower() != email.lower()]
+    (book.editors if role == "editor" else book.viewers).append(email)
+    _touch(state, book)
+    return book
+
+
+@service.write
+def delete_spreadsheet(state: SpreadsheetState, spreadsheet_id: SpreadsheetId) -> Deleted:
+    """Delete a spreadsheet with all its sheets and protected ranges (owner only).
+
+    Args:
+        spreadsheet_id: Id of the spreadsheet.
+    """
+    book = _owned(state, spreadsheet_id, "delete")
+    for sheet in book.sheets:
+        state.cells.pop(sheet.id, None)
+    del state.spreadsheets[spreadsheet_id]
+    return Deleted(id=spreadsheet_id, deleted=True)
+
+
+@service.read
+def read_range(
+    state: SpreadsheetState, spreadsheet_id: SpreadsheetId, sheet: SheetName, cell_range: RangeRef
+) -> RangeValues:
+    """Read the values of a range, row by row (empty cells are empty strings).
+
+    Args:
+        spreadsheet_id: Id of the spreadsheet.
+        sheet: Name of the sheet.
+        cell_range: Range to read in A1 notation, e.g. A1:H50 (at most 20000 cells).
+    """
+    book = _readable(state, spreadsheet_id)
+    tab = _sheet(book, sheet)
+    r1, c1, r2, c2 = box = _bounds(cell_range)
+    _in_grid(tab, box, "cell_range")
+    if (r2 - r1 + 1) * (c2 - c1 + 1) > MAX_READ:
+        raise BadRequest(f"argument 'cell_range': {_a1(*box)} has more than {MAX_READ} cells; read it in parts")
+    grid = state.cells.get(tab.id, {})
+    rows = [[grid.get(f"{_letters(c)}{r}", "") for c in range(c1, c2 + 1)] for r in range(r1, r2 + 1)]
+    while rows and not any(rows[-1]):
+        rows.pop()
+    width = max((max((i + 1 for i, v in enumerate(row) if v), default=0) for row in rows), default=0)
+    return RangeValues(spreadsheet_id=book.id, sheet=tab.name, range=_a1(*box), rows=[row[:width] for row in rows])
+
+
+@service.write
+def write_range(
+    state: SpreadsheetState,
+    spreadsheet_id: SpreadsheetId,
+    sheet: SheetName,
+    start_cell: CellRef,
+    values: list[list[CellValue]],
+) -> UpdateResult:
+    """Write a block of values whose top-left corner is ``start_cell``; an empty string clears a cell.
+
+    Args:
+        spreadsheet_id: Id of the spreadsheet.
+        sheet: Name of the sheet.
+        start_cell: Top-left cell of the block, e.g. B2.
+        values: Rows of values, top to bottom, each left to right.
+    """
+    book = _writable(state, spreadsheet_id)
+    tab = _sheet(book, sheet)
+    if not values or not any(values):
+        raise BadRequest("argument 'values': at least one value is required")
+    top, left = _cell(start_cell)
+    box = (top, left, top + len(values) - 1, left + max(len(row) for row in values) - 1)
+    _in_grid(tab, box, "values")
+    _check_protection(state, book, tab, box)
+    _put(state, tab.id, values, top, left)
+    _touch(state, book)
+    return UpdateResult(spreadsheet_id=book.id, sheet=tab.name, range=_a1(*box), updated_cells=sum(map(len, values)))
+
+
+@service.write
+def append_row(
+    state: SpreadsheetState, spreadsheet_id: SpreadsheetId, sheet: SheetName, values: list[CellValue]
+) -> UpdateResult:
+    """Append a row below the last non-empty row of a sheet (the grid grows if it is full).
+
+    Args:
+        spreadsheet_id: Id of the spreadsheet.
+        sheet: Name of the sheet.
+        values: Values of the new row, from column A.
+    """
+    book = _writable(state, spreadsheet_id)
+    tab = _sheet(book, sheet)
+    if not any(values):
+        raise BadRequest("argument 'values': the row is empty")
+    if len(values) > tab.columns:
+        raise BadRequest(f"argument 'values': {len(values)} values but sheet {tab.name!r} has {tab.columns} columns")
+    row = max((_cell(ref)[0] for ref in state.cells.get(tab.id, {})), default=0) + 1
+    if row > 5000:
+        raise Conflict(f"sheet {tab.name!r} is full (5000 rows)")
+    box = (row, 1, row, len(values))
+    _check_protection(state, book, tab, box)
+    tab.rows = max(tab.rows, row)
+    _put(state, tab.id, [values], row)
+    _touch(state, book)
+    return UpdateResult(spreadsheet_id=book.id, sheet=tab.name, range=_a1(*box), updated_cells=len(values))
+
+
+@service.write
+def clear_range(
+    state: SpreadsheetState, spreadsheet_id: SpreadsheetId, sheet: SheetName, cell_range: RangeRef
+) -> UpdateResult:
+    """Clear every value in a range.
+
+    Args:
+        spreadsheet_id: Id of the spreadsheet.
+        sheet: Name of the sheet.
+        cell_range: Range to clear in A1 notation.
+    """
+    book = _writable(state, spreadsheet_id)
+    tab = _sheet(book, sheet)
+    box = _bounds(cell_range)
+    _in_grid(tab, box, "cell_range")
+    _check_protection(state, book, tab, box)
+    grid = state.cells.get(tab.id, {})
+    hit = [ref for ref in grid if _overlap((*_cell(ref), *_cell(ref)), box)]
+    for ref in hit:
+        del grid[ref]
+    _touch(state, book)
+    return UpdateResult(spreadsheet_id=book.id, sheet=tab.name, range=_a1(*box), updated_cells=len(hit))
+
+
+@service.read
+def find_value(
+    state: SpreadsheetState,
+    spreadsheet_id: SpreadsheetId,
+    query: Query,
+    sheet: SheetName | None = None,
+    exact: Flag = False,
+) -> list[CellMatch]:
+    """Find the cells whose value contains (or equals) the query, with the values of their rows.
+
+    Args:
+        spreadsheet_id: Id of the spreadsheet.
+        query: Text to look for, case-insensitive.
+        sheet: Only search this sheet.
+        exact: Match whole cell values only.
+    """
+    book = _readable(state, spreadsheet_id)
+    tabs = [_sheet(book, sheet)] if sheet is not None else book.sheets
+    matches: list[CellMatch] = []
+    for tab in tabs:
+        grid = state.cells.get(tab.id, {})
+        for ref in sorted(grid, key=_cell):
+            value = grid[ref]
+            if value.lower() == query.lower() if exact else contains(value, query):
+                row = _cell(ref)[0]
+                width = max((c for r, c in map(_cell, grid) if r == row), default=0)
+                line = [grid.get(f"{_letters(c)}{row}", "") for c in range(1, width + 1)]
+                matches.append(CellMatch(sheet=tab.name, cell=ref, value=value, row_values=line))
+                if len(matches) == 100:
+                    return matches
+    return matches
+
+
+@service.read
+def aggregate_column(
+    state: SpreadsheetState,
+    spreadsheet_id: SpreadsheetId,
+    sheet: SheetName,
+    cell_range: RangeRef,
+    function: Aggregate = "sum",
+) -> AggregateResult:
+    """Compute SUM, AVERAGE, COUNT, MIN or MAX over the numeric cells of a one-column range.
+
+    Args:
+        spreadsheet_id: Id of the spreadsheet.
+        sheet: Name of the sheet.
+        cell_range: One-column range, e.g. D2:D40 (headers and text cells are skipped).
+        function: sum, average, count, min or max.
+    """
+    book = _readable(state, spreadsheet_id)
+    tab = _sheet(book, sheet)
+    r1, c1, r2, c2 = box = _bounds(cell_range)
+    if c1 != c2:
+        raise BadRequest(f"argument 'cell_range': {cell_range!r} spans several columns; give one column such as D2:D40")
+    _in_grid(tab, box, "cell_range")
+    grid = state.cells.get(tab.id, {})
+    raw = [v for v in (grid.get(f"{_letters(c1)}{r}", "") for r in range(r1, r2 + 1)) if v]
+    numbers = [n for n in map(_number, raw) if n is not None]
+    if not numbers and function in ("average", "min", "max"):
+        raise BadRequest(f"argument 'cell_range': no numeric cells in {cell_range!r} of sheet {sheet!r}")
+    value = float(AGGREGATES[function](numbers))
+    result = {"spreadsheet_id": book.id, "sheet": tab.name, "range": _a1(*box), "function": function}
+    return AggregateResult(
+        **result, value=round(value, 6), numeric_cells=len(numbers), skipped_cells=len(raw) - len(numbers)
+    )
+
+
+@service.write
+def add_sheet(
+    state: SpreadsheetState,
+    spreadsheet_id: SpreadsheetId,
+    name: SheetName,
+    rows: GridSize = 1000,
+    columns: GridSize = 26,
+) -> Spreadsheet:
+    """Add an empty sheet at the end of a spreadsheet.
+
+    Args:
+        spreadsheet_id: Id of the spreadsheet.
+        name: Name of the new sheet (unique within the spreadsheet).
+        rows: Number of rows of its grid.
+        columns: Number of columns of its grid (at most 702, i.e. up to column ZZ).
+    """
+    book = _writable(state, spreadsheet_id)
+    _free_name(book, name)
+    if len(book.sheets) >= MAX_SHEETS:
+        raise Conflict(f"spreadsheet {spreadsheet_id!r} already has the maximum of {MAX_SHEETS} sheets")
+    if columns > 702:
+        raise BadRequest(f"argument 'columns': at most 702 columns, got {columns}")
+    book.sheets.append(Sheet(id=state.new_id("sh"), name=name, index=len(book.sheets), rows=rows, columns=columns))
+    _touch(state, book)
+    return book
+
+
+@service.write
+def rename_sheet(
+    state: SpreadsheetState, spreadsheet_id: SpreadsheetId, sheet: SheetName, new_name: SheetName
+) -> Spreadsheet:
+    """Rename a sheet; its protected ranges follow it.
+
+    Args:
+        spreadsheet_id: Id of the spreadsheet.
+        sheet: Current name of the sheet.
+        new_name: New name (unique within the spreadsheet).
+    """
+    book = _writable(state, spreadsheet_id)
+    tab = _sheet(book, sheet)
+    _free_name(book, new_name)
+    for rule in book.protected_ranges:
+        if rule.sheet == tab.name:
+            rule.sheet = new_name
+    tab.name = new_name
+    _touch(state, book)
+    return book
+
+
+@service.write
+def delete_sheet(state: SpreadsheetState, spreadsheet_id: SpreadsheetId, sheet: SheetName) -> Spreadsheet:
+    """Delete a sheet and its cells; a sheet holding protected ranges can only be deleted by the owner.
+
+    Args:
+        spreadsheet_id: Id of the spreadsheet.
+        sheet: Name of the sheet.
+    """
+    book = _writable(state, spreadsheet_id)
+    tab = _sheet(book, sheet)
+    if len(book.sheets) == 1:
+        raise Conflict(f"sheet {sheet!r} is the last sheet of spreadsheet {spreadsheet_id!r}")
+    rules = [r.id for r in book.protected_ranges if r.sheet == tab.name]
+    if rules and _role(state, book) != "owner":
+        raise Forbidden(
+            f"sheet {sheet!r} holds protected ranges {rules!r}; only the owner {book.owner!r} can delete it"
+        )
+    book.protected_ranges = [r for r in book.protected_ranges if r.id not in rules]
+    state.cells.pop(tab.id, None)
+    book.sheets = [s for s in book.sheets if s.id != tab.id]
+    for index, remaining in enumerate(book.sheets):
+        remaining.index = index
+    _touch(state, book)
+    return book
+
+
+@service.write
+def protect_range(
+    state: SpreadsheetState,
+    spreadsheet_id: SpreadsheetId,
+    sheet: SheetName,
+    cell_range: RangeRef,
+    description: Note,
+    editors: list[EmailAddress] | None = None,
+) -> Spreadsheet:
+    """Protect a range so that only the owner and the listed editors can change it (owner only).
+
+    Args:
+        spreadsheet_id: Id of the spreadsheet.
+        sheet: Name of the sheet.
+        cell_range: Range to protect in A1 notation.
+        description: Why the range is protected.
+        editors: People besides the owner who may still edit the range.
+    """
+    book = _owned(state, spreadsheet_id, "protect ranges of")
+    tab = _sheet(book, sheet)
+    box = _bounds(cell_range)
+    _in_grid(tab, box, "cell_range")
+    for rule in book.protected_ranges:
+        if rule.sheet == tab.name and _overlap(box, _bounds(rule.range)):
+            raise Conflict(f"range {_a1(*box)!r} overlaps protected range {rule.id!r} ({rule.range})")
+    rule_id = state.new_id("pr")
+    rule = ProtectedRange(id=rule_id, sheet=tab.name, range=_a1(*box), description=description, editors=editors or [])
+    book.protected_ranges.append(rule)
+    _touch(state, book)
+    return book
+
+
+@service.write
+def unprotect_range(
+    state: SpreadsheetState, spreadsheet_id: SpreadsheetId, protected_range_id: ProtectedRangeId
+) -> Spreadsheet:
+    """Remove a protected range (owner only).
+
+    Args:
+        spreadsheet_id: Id of the spreadsheet.
+        protected_range_id: Id of the protected range (listed in the spreadsheet's protected_ranges).
+    """
+    book = _owned(state, spreadsheet_id, "unprotect ranges of")
+    require({r.id: r for r in book.protected_ranges}, protected_range_id, "protected range")
+    book.protected_ranges = [r for r in book.protected_ranges if r.id != protected_range_id]
+    _touch(state, book)
+    return book
