@@ -90,6 +90,8 @@ class Hub:
                 raise ValueError("open_world needs a seed or a snapshot")
             slots = {name: self.seeded_slot(name, seed) for name in stateful}
         world = World(self, world_id, names, seed, slots, [])
+        if snapshot is not None:
+            world.initial = snapshot
         for factory in reversed(self.middleware):
             world.use(factory(world))
         return self._adopt(world)

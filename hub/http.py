@@ -4,7 +4,7 @@
   created). It accepts only that world's bearer token, so an agent can reach neither another
   world nor any admin operation: the MCP surface has no admin tools at all.
 - Admin surface: ``/admin/…`` JSON endpoints behind a separate admin token create, list,
-  snapshot, restore, hash, diff, fork and close worlds.
+  snapshot, restore, reset, hash, diff, score (against a rubric), fork and close worlds.
 
 One low-level MCP server serves every world; its handlers find the world from the request path
 (the transport's session id is never used: the 2026 protocol is stateless per request).
@@ -219,6 +219,12 @@ class HubHTTP:
         if op == "reset" and request.method == "POST":
             world.reset()
             return JSONResponse({"world_id": world.id, "hash": world.hash()})
+        if op == "score" and request.method == "POST":
+            try:
+                result = world.score(body.get("rubric", {}), body.get("report"))
+            except ValueError as exc:  # pydantic's ValidationError included: a malformed rubric
+                return JSONResponse({"error": f"invalid rubric: {exc}"}, status_code=400)
+            return JSONResponse(result.model_dump(mode="json"))
         if op == "fork" and request.method == "POST":
             child = world.fork()
             return JSONResponse(self.describe(self.add_world(child, found.surface), base), status_code=201)

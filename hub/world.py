@@ -127,6 +127,7 @@ class World:
         self._lock = threading.RLock()
         self.closed = False
         self.created_at = time.time()
+        self.initial: Mapping[str, Any] | None = None  # the opening snapshot, for worlds without a seed
 
     def __repr__(self) -> str:
         return f"World({self.id!r}, services={self.services}, seed={self.seed})"
@@ -211,19 +212,18 @@ class World:
             self._slots = {name: self.hub.seeded_slot(name, self.seed) for name in self._slots}
 
     def fork(self, world_id: str | None = None) -> World:
-        """An independent copy of this world (registered with the hub), sharing states until writes."""
+        """An independent copy of this world (registered with the hub), sharing states until writes.
+
+        The fork keeps the parent's opening state (so it scores against the same start) and gets
+        fresh instances of the hub's middleware (its own recorder, its own fault sequence).
+        """
         with self._lock:
             slots = {name: slot.share() for name, slot in self._slots.items()}
-        return self.hub._adopt(
-            World(
-                self.hub,
-                world_id or uuid.uuid4().hex[:12],
-                list(self.services),
-                self.seed,
-                slots,
-                list(self.middleware),
-            )
-        )
+        child = World(self.hub, world_id or uuid.uuid4().hex[:12], list(self.services), self.seed, slots, [])
+        child.initial = self.initial
+        for factory in reversed(self.hub.middleware):
+            child.use(factory(child))
+        return self.hub._adopt(child)
 
     def service_hashes(self) -> dict[str, str]:
         with self._lock:
@@ -233,14 +233,32 @@ class World:
         """A stable hash of every mounted service's state."""
         return stable_hash(self.service_hashes())
 
+    def initial_states(self) -> dict[str, Any]:
+        """``{service: state JSON}`` of the world as it was opened (seeded, or the opening snapshot)."""
+        if self.initial is not None:
+            return dict(self.initial.get("services", {}))
+        if self.seed is None:
+            raise ValueError(f"world {self.id!r} has neither a seed nor an opening snapshot")
+        return {n: self.hub.seeded_slot(n, self.seed).snapshot() for n in self._slots}
+
+    def states(self) -> dict[str, Any]:
+        """``{service: state JSON}`` now (cached per service; treat as read-only)."""
+        with self._lock:
+            return {name: slot.snapshot() for name, slot in self._slots.items()}
+
+    def score(self, rubric: Any, report: Mapping[str, Any] | None = None) -> Any:
+        """Score this world's current state (and the agent's report) against a rubric."""
+        from hub.rubric import Rubric, score
+
+        parsed = rubric if isinstance(rubric, Rubric) else Rubric.model_validate(rubric)
+        return score(parsed, self.initial_states(), self.states(), report)
+
     def diff(
         self, before: Mapping[str, Any] | None = None, after: Mapping[str, Any] | None = None
     ) -> dict[str, list[Change]]:
-        """Changes per service between two snapshots (default: the seeded start and now)."""
+        """Changes per service between two snapshots (default: the opening state and now)."""
         if before is None:
-            if self.seed is None:
-                raise ValueError("a world opened from a snapshot needs an explicit 'before' snapshot")
-            before = {"services": {n: self.hub.seeded_slot(n, self.seed).snapshot() for n in self._slots}}
+            before = {"services": self.initial_states()}
         after_states = after["services"] if after is not None else {n: s.snapshot() for n, s in self._slots.items()}
         changes: dict[str, list[Change]] = {}
         for name in sorted(set(before["services"]) | set(after_states)):

@@ -92,3 +92,29 @@ def test_admin_rejects_bad_requests(http_hub: tuple[HubHTTP, str]) -> None:
     surface = httpx.post(f"{base}/admin/worlds", json={"surface": "sideways"}, headers=ADMIN)
     assert surface.status_code == 400
     assert httpx.get(f"{base}/admin/worlds/zzz/hash", headers=ADMIN).status_code == 404
+
+
+def test_admin_scores_a_world_against_a_rubric(http_hub: tuple[HubHTTP, str]) -> None:
+    _, base = http_hub
+    world = _create(base, services=["email"], seed=3)
+    rubric = {
+        "criteria": [
+            {
+                "id": "sent",
+                "description": "Mail to Pat",
+                "kind": "record",
+                "service": "email",
+                "collection": "messages",
+                "match": {"to": "pat@example.com"},
+            },
+        ]
+    }
+    url = f"{base}/admin/worlds/{world['world_id']}/score"
+    assert httpx.post(url, json={"rubric": rubric}, headers=ADMIN).json()["score"] == 0
+    anyio.run(_client_call, world, "email__send_message", {"to": ["pat@example.com"], "subject": "s", "body": "b"})
+    scored = httpx.post(url, json={"rubric": rubric, "report": {}}, headers=ADMIN).json()
+    assert scored["score"] == 1 and scored["criteria"][0]["passed"] is True
+    bad = httpx.post(url, json={"rubric": {"criteria": [{"kind": "python"}]}}, headers=ADMIN)
+    assert bad.status_code == 400
+    token = {"Authorization": f"Bearer {world['token']}"}
+    assert httpx.post(url, json={"rubric": rubric}, headers=token).status_code == 403

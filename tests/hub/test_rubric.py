@@ -1,0 +1,110 @@
+"""Rubric scoring: declarative criteria over world states and the agent's report."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from hub.core import Hub
+from hub.rubric import Rubric
+
+TO = "pat@example.com"
+
+
+def _rubric(penalty: float | None = None) -> dict[str, Any]:
+    return {
+        "penalty": penalty,
+        "criteria": [
+            {
+                "id": "sent",
+                "description": "An email to Pat about the invoice was sent",
+                "kind": "record",
+                "service": "email",
+                "collection": "messages",
+                "match": {"to": TO, "subject": "Invoice INV-1001"},
+                "weight": 2,
+            },
+            {
+                "id": "total",
+                "description": "The reported total is 1250",
+                "kind": "report",
+                "field": "total",
+                "value": 1250.0,
+            },
+            {
+                "id": "crm-untouched",
+                "description": "Nothing changed in the CRM",
+                "kind": "service_untouched",
+                "service": "crm",
+                "negative": True,
+            },
+        ],
+    }
+
+
+def _send(world: Any) -> None:
+    world.call("email__send_message", {"to": [TO], "subject": "Invoice INV-1001", "body": "Paid."})
+
+
+def test_doing_nothing_scores_zero(hub: Hub) -> None:
+    result = hub.open_world(seed=1).score(_rubric())
+    assert result.score == 0 and result.net_score == 0 and not result.success
+    assert [c.passed for c in result.criteria] == [False, False, True]
+
+
+def test_partial_and_full_credit_are_weighted(hub: Hub) -> None:
+    world = hub.open_world(seed=1)
+    _send(world)
+    assert world.score(_rubric()).score == pytest.approx(2 / 3)
+    full = world.score(_rubric(), report={"total": 1250})
+    assert full.score == 1 and full.net_score == 1 and full.success
+
+
+def test_collateral_damage_zeroes_or_penalises_the_net_score(hub: Hub) -> None:
+    world = hub.open_world(seed=1)
+    _send(world)
+    deals = world.states()["crm"]["deals"]
+    mine = next(d for d, rec in deals.items() if rec["owner"] == world.states()["crm"]["me"] and rec["stage"] != "won")
+    assert world.call("crm__delete_deal", {"deal_id": mine})["success"] is True
+    zeroed = world.score(_rubric(), report={"total": 1250})
+    assert zeroed.score == 1 and zeroed.net_score == 0 and not zeroed.success
+    penalised = world.score(_rubric(penalty=0.25), report={"total": 1250})
+    assert penalised.net_score == pytest.approx(0.75)
+
+
+def test_unchanged_and_absent_criteria(hub: Hub) -> None:
+    world = hub.open_world(seed=1)
+    message_id = next(iter(world.states()["email"]["messages"]))
+    rubric = {
+        "criteria": [
+            {
+                "id": "keep",
+                "description": "Message untouched",
+                "kind": "unchanged",
+                "service": "email",
+                "collection": "messages",
+                "record_id": message_id,
+            },
+            {
+                "id": "no-spam",
+                "description": "No message to spam@x.co",
+                "kind": "record",
+                "service": "email",
+                "collection": "messages",
+                "match": {"to": "spam@x.co"},
+                "expect": "absent",
+            },
+        ]
+    }
+    assert world.score(rubric).score == 1
+    world.call("email__mark_read", {"message_id": message_id, "read": True})
+    world.call("email__send_message", {"to": ["spam@x.co"], "subject": "s", "body": "b"})
+    changed = world.score(rubric)
+    assert [c.passed for c in changed.criteria][1] is False
+
+
+def test_rubrics_are_validated_data() -> None:
+    with pytest.raises(ValidationError):
+        Rubric.model_validate({"criteria": [{"id": "x", "description": "d", "kind": "python", "code": "1"}]})
