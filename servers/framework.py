@@ -89,6 +89,18 @@ class Conflict(ServiceError):
     code = 409
 
 
+class BadGateway(ServiceError):
+    """An upstream (a model endpoint, an external server) answered with something unusable."""
+
+    code = 502
+
+
+class Unavailable(ServiceError):
+    """An upstream could not be reached; retrying later may work."""
+
+    code = 503
+
+
 def ok(data: Any) -> Envelope:
     return {"success": True, "data": data}
 

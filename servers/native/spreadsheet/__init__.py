@@ -25,318 +25,43 @@ Version history: 1 — first version.
 
 from __future__ import annotations
 
-import datetime as dt
-import math
-import random
-import re
-import statistics
-from collections.abc import Callable
-from typing import Annotated, Literal
+from servers.framework import BadRequest, Conflict, Forbidden, NotFound, Page, Service, contains, paginate, require
+from servers.types import CellRef, CellValue, EmailAddress, Flag, Limit, Note, Offset, Query, Title
 
-from pydantic import Field
-
-from servers.framework import (
-    BadRequest,
-    Conflict,
-    Forbidden,
-    NotFound,
-    Page,
-    Record,
-    Service,
-    ServiceState,
-    contains,
-    paginate,
-    require,
+from .models import A1 as A1
+from .models import (
+    AGGREGATES,
+    MAX_READ,
+    MAX_SHEETS,
+    Aggregate,
+    AggregateResult,
+    CellMatch,
+    Deleted,
+    GridSize,
+    ProtectedRange,
+    ProtectedRangeId,
+    RangeRef,
+    RangeValues,
+    Role,
+    Sheet,
+    SheetName,
+    Spreadsheet,
+    SpreadsheetId,
+    SpreadsheetState,
+    UpdateResult,
+    _a1,
+    _bounds,
+    _cell,
+    _letters,
+    _new_book,
+    _number,
+    _overlap,
+    _put,
 )
-from servers.population import Population
-from servers.types import (
-    CellRef,
-    CellValue,
-    Count,
-    DateTime,
-    EmailAddress,
-    Flag,
-    Limit,
-    Note,
-    Offset,
-    Query,
-    Title,
-    ident,
-    sem,
-)
-
-SpreadsheetId = Annotated[str, ident("spreadsheet", "spreadsheet")]
-SheetId = Annotated[str, ident("spreadsheet", "sheet")]
-ProtectedRangeId = Annotated[str, ident("spreadsheet", "protected_range")]
-SheetName = Annotated[
-    str, sem("spreadsheet.sheet_name", "Name of a sheet (tab) of a spreadsheet.", min_length=1, max_length=100)
-]
-RangeRef = Annotated[
-    str,
-    sem(
-        "spreadsheet.range",
-        "Cell range in A1 notation, e.g. A1:D20 (a single cell such as B3 is a range too).",
-        pattern=r"^[A-Z]{1,3}[1-9][0-9]{0,5}(:[A-Z]{1,3}[1-9][0-9]{0,5})?$",
-    ),
-]
-Role = Annotated[Literal["viewer", "editor"], sem("spreadsheet.role", "Access role granted on a shared spreadsheet.")]
-Aggregate = Annotated[
-    Literal["sum", "average", "count", "min", "max"],
-    sem("spreadsheet.aggregate", "Function computed over the numeric cells of a one-column range."),
-]
-Number = Annotated[float, sem("spreadsheet.number", "Numeric value computed from cells.")]
-SheetIndex = Annotated[int, sem("spreadsheet.sheet_index", "Position of a sheet among the tabs, from 0.", ge=0)]
-GridSize = Annotated[int, sem("spreadsheet.grid_size", "Number of rows or columns of a sheet's grid.", ge=1, le=5000)]
-
-MAX_SHEETS, MAX_READ = 12, 20_000
-AGGREGATES: dict[str, Callable[[list[float]], float]] = {
-    "sum": math.fsum,
-    "average": statistics.fmean,
-    "count": len,
-    "min": min,
-    "max": max,
-}
-A1 = re.compile(r"^([A-Z]{1,3})([1-9][0-9]{0,5})$")
-
-
-class ProtectedRange(Record):
-    id: ProtectedRangeId
-    sheet: SheetName
-    range: RangeRef
-    description: Note = Field(description="Why the range is protected.")
-    editors: list[EmailAddress] = Field(description="People besides the owner who may edit the range.")
-
-
-class Sheet(Record):
-    id: SheetId
-    name: SheetName
-    index: SheetIndex
-    rows: GridSize = Field(description="Number of rows of the grid.")
-    columns: GridSize = Field(description="Number of columns of the grid.")
-
-
-class Spreadsheet(Record):
-    id: SpreadsheetId
-    title: Title
-    owner: EmailAddress = Field(description="Address of the spreadsheet's owner.")
-    editors: list[EmailAddress] = Field(default_factory=list, description="People who may edit.")
-    viewers: list[EmailAddress] = Field(default_factory=list, description="People who may only read.")
-    sheets: list[Sheet] = Field(description="Sheets (tabs) in display order.")
-    protected_ranges: list[ProtectedRange] = Field(default_factory=list, description="Ranges locked against edits.")
-    created_at: DateTime
-    modified_at: DateTime
-    modified_by: EmailAddress = Field(description="Address of the person who last changed it.")
-
-
-class RangeValues(Record):
-    spreadsheet_id: SpreadsheetId
-    sheet: SheetName
-    range: RangeRef = Field(description="The range that was read.")
-    rows: list[list[CellValue]] = Field(description="Cell values row by row; trailing empty rows and columns trimmed.")
-
-
-class UpdateResult(Record):
-    spreadsheet_id: SpreadsheetId
-    sheet: SheetName
-    range: RangeRef = Field(description="The range that was changed.")
-    updated_cells: Count = Field(description="Number of cells written or cleared.")
-
-
-class CellMatch(Record):
-    sheet: SheetName
-    cell: CellRef
-    value: CellValue = Field(description="The matching cell's value.")
-    row_values: list[CellValue] = Field(description="Every value of the matching cell's row, from column A.")
-
-
-class AggregateResult(Record):
-    spreadsheet_id: SpreadsheetId
-    sheet: SheetName
-    range: RangeRef
-    function: Aggregate
-    value: Number = Field(description="The computed value.")
-    numeric_cells: Count = Field(description="Cells that held a number and were counted.")
-    skipped_cells: Count = Field(description="Non-empty cells skipped because they are not numbers.")
-
-
-class Deleted(Record):
-    id: SpreadsheetId = Field(description="Id of the deleted spreadsheet.")
-    deleted: Flag = Field(description="Always true.")
-
-
-class SpreadsheetState(ServiceState):
-    me: str = ""
-    spreadsheets: dict[str, Spreadsheet] = {}
-    cells: dict[str, dict[str, str]] = {}
-
-
-def _letters(col: int) -> str:
-    out = ""
-    while col:
-        col, rem = divmod(col - 1, 26)
-        out = chr(65 + rem) + out
-    return out
-
-
-def _cell(ref: str) -> tuple[int, int]:
-    match = A1.match(ref)
-    if match is None:
-        raise BadRequest(f"{ref!r} is not an A1 cell reference")
-    col = 0
-    for char in match.group(1):
-        col = col * 26 + ord(char) - 64
-    return int(match.group(2)), col
-
-
-def _bounds(ref: str) -> tuple[int, int, int, int]:
-    """(first row, first column, last row, last column) of an A1 range, normalised."""
-    start, _, end = ref.partition(":")
-    (r1, c1), (r2, c2) = _cell(start), _cell(end or start)
-    return min(r1, r2), min(c1, c2), max(r1, r2), max(c1, c2)
-
-
-def _number(raw: str) -> float | None:
-    try:
-        value = float(raw.replace(",", ""))
-    except ValueError:
-        return None
-    return value if math.isfinite(value) and abs(value) < 1e15 else None
-
-
-def _a1(r1: int, c1: int, r2: int, c2: int) -> str:
-    first, last = f"{_letters(c1)}{r1}", f"{_letters(c2)}{r2}"
-    return first if first == last else f"{first}:{last}"
-
-
-def _overlap(a: tuple[int, int, int, int], b: tuple[int, int, int, int]) -> bool:
-    return a[0] <= b[2] and b[0] <= a[2] and a[1] <= b[3] and b[1] <= a[3]
-
-
-def _put(state: SpreadsheetState, sheet_id: str, rows: list[list[str]], top: int = 1, left: int = 1) -> None:
-    grid = state.cells.setdefault(sheet_id, {})
-    for r, row in enumerate(rows):
-        for c, value in enumerate(row):
-            ref = f"{_letters(left + c)}{top + r}"
-            if value == "":
-                grid.pop(ref, None)
-            else:
-                grid[ref] = value
-
-
-def _new_book(state: SpreadsheetState, title: str, owner: str, when: dt.datetime, names: list[str]) -> Spreadsheet:
-    sheets = [Sheet(id=state.new_id("sh"), name=n, index=i, rows=1000, columns=26) for i, n in enumerate(names)]
-    book = Spreadsheet(
-        id=state.new_id("ss"),
-        title=title,
-        owner=owner,
-        sheets=sheets,
-        created_at=when,
-        modified_at=when,
-        modified_by=owner,
-    )
-    state.spreadsheets[book.id] = book
-    return book
-
-
-def seed(rng: random.Random, world: Population) -> SpreadsheetState:
-    me = world.me.email
-    state = SpreadsheetState(me=me, clock=world.now)
-    heads = {p.department: p.email for p in world.employees if p.manager_id is None}
-    others = [p for p in world.employees if p.email != me]
-
-    def book(title: str, owner: str, days: int, tabs: dict[str, list[list[str]]], **share: list[str]) -> Spreadsheet:
-        when = world.now - dt.timedelta(days=days, minutes=rng.randint(0, 900))
-        made = _new_book(state, title, owner, when, list(tabs))
-        made.editors, made.viewers = share.get("editors", []), share.get("viewers", [])
-        for sheet, rows in zip(made.sheets, tabs.values(), strict=True):
-            _put(state, sheet.id, rows)
-        return made
-
-    def protect(made: Spreadsheet, sheet: str, ref: str, why: str, editors: list[str]) -> None:
-        rule = ProtectedRange(id=state.new_id("pr"), sheet=sheet, range=ref, description=why, editors=editors)
-        made.protected_ranges.append(rule)
-
-    categories = ("Travel", "Software", "Hardware", "Training", "Events", "Contractors")
-    budget = [["Department", "Category", "Q1", "Q2", "Q3", "Q4", "Total", "Budget owner"]]
-    for department, head in heads.items():
-        for category in rng.sample(categories, 3):
-            quarters = [rng.randint(10, 120) * 250 for _ in range(4)]
-            budget.append([department, category, *map(str, quarters), str(sum(quarters)), head])
-    assumptions = [["Assumption", "Value"], ["Currency", "USD"], ["Headcount growth %", "8"], ["Inflation %", "3.5"]]
-    fin = heads["Finance"]
-    made = book("FY2026 Operating Budget", fin, 40, {"Budget": budget, "Assumptions": assumptions}, editors=[me])
-    protect(made, "Budget", "A1:H1", "Column headers are fixed", [])
-    protect(made, "Assumptions", "A1:B20", "Planning assumptions set by Finance", [fin])
-    old = [row[:2] + [str(int(int(v) * 0.9)) for v in row[2:7]] + row[7:] for row in budget[1:]]
-    book("FY2025 Operating Budget", fin, 400, {"Budget": budget[:1] + old}, viewers=[me])
-    copy = [row[:2] + [str(int(v) + 500) for v in row[2:7]] + row[7:] for row in budget[1:]]
-    book("FY2026 Operating Budget (copy)", me, 25, {"Budget": budget[:1] + copy})
-
-    vendors = [["Company", "Service", "Contact email", "Annual amount", "Currency", "Status", "Contract ref"]]
-    services = ("Office supplies", "Furniture", "IT hardware", "Cleaning", "Consulting", "Logistics")
-    for company in [c for c in world.companies if c.relation in ("vendor", "partner")]:
-        contact = world.contacts_of(company.id)[0]
-        for kind in rng.sample(services, 2):
-            amount, status = rng.randint(40, 900) * 100, rng.choice(("approved", "approved", "under review"))
-            line = f"{company.name}|{kind}|{contact.email}|{amount:.2f}|{company.currency}|{status}"
-            vendors.append([*line.split("|"), f"PO-{rng.randint(10000, 99999)}"])
-    for company in [c for c in world.companies if c.relation == "prospect"]:
-        line = f"{company.name}|Consulting|{world.contacts_of(company.id)[0].email}|0.00|{company.currency}|rejected|"
-        vendors.append(line.split("|"))
-    made = book("Approved Vendors", me, 15, {"Vendors": vendors}, editors=[heads["Legal"]], viewers=[fin])
-    protect(made, "Vendors", "G1:G200", "Contract references are maintained by Legal", [heads["Legal"]])
-    book("Vendor list (old)", me, 420, {"Vendors": [row[:5] for row in vendors[: len(vendors) // 2]]})
-
-    stock = [["SKU", "Product", "Category", "Location", "On hand", "Reorder point", "Unit cost"]]
-    for product in world.products:
-        for location in ("HQ", "Warehouse"):
-            reorder = rng.randint(3, 20)
-            line = f"{product.sku}|{product.name}|{product.category}|{location}|{rng.randint(0, 3 * reorder)}|{reorder}"
-            stock.append([*line.split("|"), f"{product.unit_price:.2f}"])
-    book("Inventory", me, 3, {"Stock": stock}, editors=[others[0].email])
-    last_year = [row[:5] for row in stock[:14]]
-    book("Inventory count 2025", me, 380, {"Stock": last_year})
-
-    pipeline = [["Customer", "Contact", "Stage", "Amount", "Currency", "Owner"]]
-    sellers = [p.email for p in world.employees if p.department == "Sales"]
-    for company in [c for c in world.companies if c.relation in ("customer", "prospect")]:
-        seller, stage = rng.choice(sellers), rng.choice(("lead", "proposal", "won"))
-        line = f"{company.name}|{world.contacts_of(company.id)[0].email}|{stage}|{rng.randint(5, 120) * 1000:.2f}"
-        pipeline.append([*line.split("|"), company.currency, seller])
-    book("Sales pipeline Q1", heads["Sales"], 10, {"Pipeline": pipeline}, viewers=[me])
-    for person in rng.sample(others, 6):
-        lines = [["Date", "Description", "Category", "Amount", "Currency"]]
-        for _ in range(rng.randint(2, 6)):
-            day = world.now - dt.timedelta(days=rng.randint(5, 30))
-            what = rng.choice(("Taxi", "Hotel", "Team lunch", "Train", "Conference"))
-            lines.append([f"{day:%Y-%m-%d}", what, rng.choice(categories), f"{rng.uniform(15, 600):.2f}", "USD"])
-        title, readers = (
-            f"Expense report - {person.name} - Feb 2026",
-            [e for e in dict.fromkeys([me, heads[person.department]]) if e != person.email],
-        )
-        book(title, person.email, rng.randint(1, 8), {"Expenses": lines}, viewers=readers)
-    laptops = [["Employee", "Department", "Device SKU", "Device", "Status"]]
-    for person in rng.sample(others, 12):
-        product = rng.choice([p for p in world.products if p.category == "hardware"])
-        status = rng.choice(("ordered", "delivered", "pending approval"))
-        laptops.append([person.email, person.department, product.sku, product.name, status])
-    book("Equipment refresh tracker", me, 6, {"Requests": laptops}, editors=[heads["Engineering"]])
-    contacts = [["Name", "Email", "Phone", "Company", "Title"]]
-    contacts += [[p.name, p.email, p.phone, p.company, p.title] for p in world.contacts]
-    book("Customer contacts export", heads["Sales"], 20, {"Contacts": contacts}, viewers=[me])
-    metrics = [["Week", "Tickets closed", "Orders shipped", "On-time %"]]
-    for week in range(1, 10):
-        metrics.append(
-            [f"2026-W{week:02d}", str(rng.randint(40, 90)), str(rng.randint(100, 300)), str(rng.randint(88, 99))]
-        )
-    book("Weekly ops metrics", me, 1, {"2026": metrics}, viewers=[heads["Support"]])
-    book("Conference travel 2026", heads["Marketing"], 35, {"Trips": [["Event", "City", "Budget"]]}, editors=[me])
-    book("Headcount plan 2026", heads["People"], 50, {"Plan": [["Department", "Open roles"], ["Sales", "3"]]})
-    book("Office move checklist", me, 12, {"Tasks": [["Task", "Owner", "Done"], ["Book movers", me, "no"]]})
-    book("Team offsite budget", me, 30, {"Costs": [["Item", "Amount"], ["Venue", "4200"], ["Catering", "1850"]]})
-    book("Untitled spreadsheet", me, 90, {"Sheet1": []})
-    return state
-
+from .models import Number as Number
+from .models import SheetId as SheetId
+from .models import SheetIndex as SheetIndex
+from .seed import seed
 
 service = Service(
     "spreadsheet",

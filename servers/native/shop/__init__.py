@@ -26,29 +26,12 @@ Version history: 1 — first version.
 from __future__ import annotations
 
 import datetime as dt
-import random
-from typing import Annotated, Literal
 
-from pydantic import Field
-
-from servers.framework import (
-    BadRequest,
-    Conflict,
-    Page,
-    Record,
-    Service,
-    ServiceState,
-    contains,
-    paginate,
-    require,
-)
-from servers.population import Population
+from servers.framework import BadRequest, Conflict, Page, Service, contains, paginate, require
 from servers.types import (
     City,
     CompanyName,
     Count,
-    Currency,
-    DateTime,
     Days,
     EmailAddress,
     Flag,
@@ -65,251 +48,33 @@ from servers.types import (
     ReferenceCode,
     Sku,
     StreetAddress,
-    ident,
-    sem,
 )
 
-OrderId = Annotated[str, ident("shop", "order")]
-OrderStatus = Annotated[
-    Literal["pending", "paid", "fulfilled", "delivered", "cancelled", "refunded"],
-    sem(
-        "shop.order_status",
-        "Order status: pending (unpaid), paid, fulfilled (shipped), delivered, cancelled or refunded.",
-    ),
-]
-ProductStatus = Annotated[
-    Literal["active", "draft", "archived"],
-    sem("shop.product_status", "Product status: active (on sale), draft (unpublished) or archived (not sold)."),
-]
-Category = Annotated[Literal["hardware", "services"], sem("shop.product_category", "Product category in the store.")]
-DiscountCode = Annotated[
-    str, sem("shop.discount_code", "Discount code typed at checkout, e.g. SPRING15.", pattern=r"^[A-Z0-9]{3,20}$")
-]
-TrackingNumber = Annotated[
-    str, sem("shop.tracking_number", "Carrier tracking number of a shipment.", pattern=r"^[A-Z0-9]{8,30}$")
-]
-Carrier = Annotated[Literal["UPS", "FedEx", "USPS", "DHL"], sem("shop.carrier", "Shipping carrier.")]
-
-CURRENCY = "USD"
-FREE_SHIPPING_FROM, SHIPPING_FEE = 250.0, 12.0
-MAX_TOTAL, MAX_STOCK = 1e9, 1_000_000
-
-
-class Product(Record):
-    sku: Sku
-    name: ProductName
-    category: Category
-    price: MoneyAmount = Field(description="Selling price of one unit.")
-    currency: Currency
-    stock: Quantity = Field(description="Units available to order (placed orders are already deducted).")
-    status: ProductStatus
-    updated_at: DateTime = Field(description="When the product or its stock last changed.")
-
-
-class Customer(Record):
-    email: EmailAddress = Field(description="Customer's email address (their identity in the store).")
-    name: PersonName
-    phone: PhoneNumber | None = Field(default=None, description="Customer's phone number.")
-    company: CompanyName | None = Field(default=None, description="Company the customer buys for.")
-    address: StreetAddress | None = Field(default=None, description="Default shipping address.")
-    city: City | None = Field(default=None, description="City of the shipping address.")
-    accepts_marketing: Flag = Field(default=False, description="Whether the customer accepts marketing email.")
-    created_at: DateTime = Field(description="When the customer account was created.")
-
-
-class OrderLine(Record):
-    sku: Sku
-    name: ProductName = Field(description="Product name when ordered.")
-    quantity: Quantity
-    unit_price: MoneyAmount = Field(description="Price of one unit when ordered.")
-    amount: MoneyAmount = Field(description="Line total: quantity × unit price.")
-
-
-class Order(Record):
-    id: OrderId
-    number: ReferenceCode = Field(description="Order number shown to the customer, e.g. ORD-1042.")
-    customer_email: EmailAddress = Field(description="Email of the customer who placed the order.")
-    status: OrderStatus
-    lines: list[OrderLine] = Field(description="Ordered products, one line per SKU.")
-    currency: Currency
-    subtotal: MoneyAmount = Field(default=0.0, description="Sum of the line amounts.")
-    discount_code: DiscountCode | None = Field(default=None, description="Discount code applied, if any.")
-    discount_amount: MoneyAmount = Field(default=0.0, description="Amount taken off by the discount code.")
-    shipping: MoneyAmount = Field(default=0.0, description="Shipping fee (free from 250).")
-    total: MoneyAmount = Field(default=0.0, description="Subtotal − discount + shipping.")
-    refunded_amount: MoneyAmount = Field(default=0.0, description="Amount refunded so far.")
-    restocked: Flag = Field(default=False, description="Whether the ordered units went back into stock.")
-    shipping_address: StreetAddress = Field(description="Where the order ships to.")
-    payment_reference: ReferenceCode | None = Field(default=None, description="Payment reference, once paid.")
-    carrier: Carrier | None = Field(default=None, description="Carrier shipping the order.")
-    tracking_number: TrackingNumber | None = Field(default=None, description="Tracking number, once fulfilled.")
-    note: Note = Field(default="", description="Cancellation or refund notes.")
-    created_at: DateTime = Field(description="When the order was placed.")
-    paid_at: DateTime | None = Field(default=None, description="When it was paid.")
-    fulfilled_at: DateTime | None = Field(default=None, description="When it was shipped.")
-    delivered_at: DateTime | None = Field(default=None, description="When it was delivered.")
-    cancelled_at: DateTime | None = Field(default=None, description="When it was cancelled.")
-
-
-class Discount(Record):
-    code: DiscountCode
-    percent_off: Percentage = Field(description="Percentage taken off the subtotal.")
-    minimum_subtotal: MoneyAmount = Field(default=0.0, description="Smallest subtotal the code applies to.")
-    usage_limit: Count | None = Field(default=None, description="How many orders may use it (null: no limit).")
-    times_used: Count = Field(default=0, description="How many orders have used it.")
-    expires_at: DateTime | None = Field(default=None, description="When it stops working (null: never).")
-    active: Flag = Field(default=True, description="Whether the code is switched on.")
-
-
-class ShopState(ServiceState):
-    products: dict[str, Product] = Field(default_factory=dict)
-    customers: dict[str, Customer] = Field(default_factory=dict)
-    orders: dict[str, Order] = Field(default_factory=dict)
-    discounts: dict[str, Discount] = Field(default_factory=dict)
-    next_order_number: int = 1001
-
-
-def _money(value: float) -> float:
-    return round(value, 2) + 0.0  # + 0.0 turns -0.0 into 0.0
-
-
-def _price(order: Order, discount: Discount | None) -> None:
-    order.subtotal = _money(sum(line.amount for line in order.lines))
-    order.discount_amount = _money(order.subtotal * discount.percent_off / 100) if discount else 0.0
-    order.shipping = 0.0 if order.subtotal >= FREE_SHIPPING_FROM else SHIPPING_FEE
-    order.total = _money(order.subtotal - order.discount_amount + order.shipping)
-
-
-VARIANTS = {
-    "SKU-100": [("SKU-100-R", "Laptop Stand (Refurbished)", 0.7, "active")],
-    "SKU-101": [
-        ("SKU-101-P", "Wireless Headset Pro", 1.4, "active"),
-        ("SKU-101-V1", "Wireless Headset v1", 0.8, "archived"),
-    ],
-    "SKU-102": [
-        ("SKU-102-XL", "Standing Desk XL", 1.25, "active"),
-        ("SKU-102-V1", "Standing Desk v1", 0.9, "archived"),
-    ],
-    "SKU-103": [
-        ("SKU-103-4K", "Monitor 27in 4K", 1.35, "draft"),
-        ("SKU-103-R", "Monitor 27in (Refurbished)", 0.7, "active"),
-    ],
-    "SKU-104": [("SKU-104-M", "Ergonomic Chair Mesh", 1.1, "active")],
-    "SKU-105": [("SKU-105-V1", "Docking Station v1", 0.85, "archived")],
-    "SKU-106": [("SKU-106-4K", "Webcam 4K", 1.6, "active")],
-    "SKU-111": [("SKU-111-R", "Label Printer (Refurbished)", 0.65, "active")],
-}
-DISCOUNTS = [  # code, percent, minimum subtotal, usage limit, times used, expires in days, active
-    ("WELCOME10", 10, 0, None, 31, None, True),
-    ("SPRING15", 15, 100, 200, 12, 40, True),
-    ("SPRING20", 20, 500, 50, 50, 40, True),
-    ("VIP25", 25, 1000, None, 4, None, True),
-    ("BULK5", 5, 2000, None, 9, None, True),
-    ("BLACKFRIDAY30", 30, 0, None, 88, -90, True),
-    ("STAFF40", 40, 0, None, 17, None, False),
-    ("SUMMER15", 15, 100, 100, 71, -160, True),
-]
-
-
-def seed(rng: random.Random, world: Population) -> ShopState:
-    state = ShopState(clock=world.now)
-
-    def ago(days: float) -> dt.datetime:
-        return world.now - dt.timedelta(minutes=int(days * 1440))
-
-    for p in world.products:
-        stock = rng.choice((0, 2, 3)) if rng.random() < 0.2 else rng.randint(8, 140)
-        state.products[p.sku] = Product(
-            sku=p.sku,
-            name=p.name,
-            category=p.category,
-            price=p.unit_price,
-            currency=CURRENCY,
-            stock=stock,
-            status="active",
-            updated_at=ago(rng.uniform(1, 60)),
-        )
-        for sku, name, factor, status in VARIANTS.get(p.sku, []):
-            state.products[sku] = Product(
-                sku=sku,
-                name=name,
-                category=p.category,
-                price=_money(p.unit_price * factor),
-                currency=CURRENCY,
-                stock=0 if status == "archived" else rng.randint(0, 60),
-                status=status,
-                updated_at=ago(rng.uniform(1, 300)),
-            )
-    for person in world.contacts:
-        company = world.company(person.company_id)
-        state.customers[person.email] = Customer(
-            email=person.email,
-            name=person.name,
-            phone=person.phone,
-            company=company.name,
-            address=company.address,
-            city=company.city,
-            accepts_marketing=rng.random() < 0.4,
-            created_at=ago(rng.uniform(100, 900)),
-        )
-    for code, pct, minimum, limit, used, expires, active in DISCOUNTS:
-        expiry = world.now + dt.timedelta(days=expires) if expires is not None else None
-        state.discounts[code] = Discount(
-            code=code,
-            percent_off=pct,
-            minimum_subtotal=minimum,
-            usage_limit=limit,
-            times_used=used,
-            expires_at=expiry,
-            active=active,
-        )
-
-    customers = list(state.customers.values())
-    on_sale = [p for p in state.products.values() if p.status == "active"]
-    mix = ["pending"] * 6 + ["paid"] * 8 + ["fulfilled"] * 8 + ["delivered"] * 18 + ["cancelled"] * 4
-    plan = [(rng.uniform(0.1, 3) if s in ("pending", "paid") else rng.uniform(2, 120), s) for s in mix]
-    plan += [(rng.uniform(20, 90), "refunded") for _ in range(3)]
-    for days, status in sorted(plan, reverse=True):  # order numbers grow with time
-        customer = rng.choice(customers)
-        lines = []
-        for item in rng.sample(on_sale, rng.choice((1, 1, 2, 3))):
-            qty, price = rng.randint(1, 4), item.price
-            line = OrderLine(sku=item.sku, name=item.name, quantity=qty, unit_price=price, amount=_money(qty * price))
-            lines.append(line)
-        discount = state.discounts["WELCOME10"] if rng.random() < 0.15 else None
-        order = Order(
-            id=state.new_id("ord"),
-            number=f"ORD-{state.next_order_number}",
-            customer_email=customer.email,
-            status=status,
-            lines=lines,
-            currency=CURRENCY,
-            discount_code=discount.code if discount else None,
-            shipping_address=f"{customer.address}, {customer.city}",
-            created_at=ago(days),
-        )
-        state.next_order_number += 1
-        _price(order, discount)
-        state.orders[order.id] = order
-        if status in ("paid", "fulfilled", "delivered", "refunded"):
-            order.paid_at, order.payment_reference = ago(days - 0.01), f"PAY-{rng.randint(100000, 999999)}"
-        if status in ("fulfilled", "delivered", "refunded"):
-            order.fulfilled_at, order.carrier = ago(days - 1), rng.choice(("UPS", "FedEx", "USPS", "DHL"))
-            order.tracking_number = f"1Z{rng.randint(10**9, 10**10 - 1)}{rng.randint(100, 999)}"
-        if status in ("delivered", "refunded"):
-            order.delivered_at = ago(days - 4)
-        if status == "refunded":
-            order.refunded_amount, order.restocked, order.note = order.total, True, "Returned: arrived damaged."
-        if status == "cancelled":
-            order.cancelled_at, order.restocked, order.note = ago(days - 0.2), True, "Customer changed their mind."
-    repeat = next(o for o in state.orders.values() if o.status == "pending")
-    duplicate = repeat.model_copy(update={"id": state.new_id("ord"), "number": f"ORD-{state.next_order_number}"})
-    duplicate.status, duplicate.cancelled_at, duplicate.restocked = "cancelled", repeat.created_at, True
-    duplicate.note = f"Duplicate of {repeat.number}, placed twice by mistake."
-    state.orders[duplicate.id] = duplicate
-    state.next_order_number += 1
-    return state
-
+from .models import (
+    CURRENCY,
+    MAX_STOCK,
+    MAX_TOTAL,
+    SHIPPING_FEE,
+    Carrier,
+    Category,
+    Customer,
+    Discount,
+    DiscountCode,
+    Order,
+    OrderId,
+    OrderLine,
+    OrderStatus,
+    Product,
+    ProductStatus,
+    ShopState,
+    TrackingNumber,
+    _money,
+    _price,
+)
+from .models import FREE_SHIPPING_FROM as FREE_SHIPPING_FROM
+from .seed import DISCOUNTS as DISCOUNTS
+from .seed import VARIANTS as VARIANTS
+from .seed import seed
 
 service = Service(
     "shop",

@@ -25,244 +25,29 @@ Version history: 1 — first version.
 from __future__ import annotations
 
 import datetime as dt
-import random
-from typing import Annotated, Literal
 
-from pydantic import Field
+from servers.framework import BadRequest, Conflict, Forbidden, NotFound, Page, Service, contains, paginate, require
+from servers.types import Currency, Date, EmailAddress, FileName, Flag, Limit, MoneyAmount, Note, Offset, Query, Title
 
-from servers.framework import (
-    BadRequest,
-    Conflict,
-    Forbidden,
-    NotFound,
-    Page,
-    Record,
-    Service,
-    ServiceState,
-    contains,
-    paginate,
-    require,
+from .models import (
+    EDITABLE,
+    FINANCE_APPROVAL_OVER,
+    MAX_AGE_DAYS,
+    MAX_REPORT_TOTAL,
+    RECEIPT_REQUIRED_OVER,
+    Category,
+    Expense,
+    ExpenseId,
+    ExpensesState,
+    Merchant,
+    Policy,
+    Report,
+    ReportId,
+    ReportStatus,
+    _money,
+    _retotal,
 )
-from servers.population import Population
-from servers.types import (
-    Currency,
-    Date,
-    DateTime,
-    Days,
-    Department,
-    EmailAddress,
-    FileName,
-    Flag,
-    Limit,
-    MoneyAmount,
-    Note,
-    Offset,
-    PersonName,
-    Query,
-    ReferenceCode,
-    Title,
-    ident,
-    sem,
-)
-
-ReportId = Annotated[str, ident("expenses", "report")]
-ExpenseId = Annotated[str, ident("expenses", "expense")]
-ReportStatus = Annotated[
-    Literal["draft", "submitted", "pending_finance", "approved", "rejected", "reimbursed"],
-    sem(
-        "expenses.report_status",
-        "Report status: draft, submitted (to the manager), pending_finance, approved, rejected, reimbursed.",
-    ),
-]
-CategoryName = Literal[
-    "airfare",
-    "lodging",
-    "meals",
-    "ground_transport",
-    "software",
-    "equipment",
-    "office_supplies",
-    "training",
-    "client_entertainment",
-    "other",
-]
-Category = Annotated[CategoryName, sem("expenses.category", "Expense category.")]
-Merchant = Annotated[str, sem("expenses.merchant", "Merchant as printed on the receipt.", min_length=1, max_length=120)]
-
-RECEIPT_REQUIRED_OVER = 75.0
-FINANCE_APPROVAL_OVER = 5000.0
-MAX_AGE_DAYS = 90
-MAX_REPORT_TOTAL = 1e9
-EDITABLE = ("draft", "rejected")
-
-
-class Expense(Record):
-    id: ExpenseId
-    report_id: ReportId
-    owner: EmailAddress = Field(description="Email of the employee who spent the money.")
-    merchant: Merchant
-    amount: MoneyAmount = Field(description="Amount spent.")
-    currency: Currency
-    category: Category
-    date: Date = Field(description="Date of the purchase.")
-    receipt: Flag = Field(description="Whether a receipt is attached.")
-    receipt_file: FileName | None = Field(default=None, description="File name of the attached receipt.")
-    description: Note = Field(default="", description="What the expense was for.")
-
-
-class Report(Record):
-    id: ReportId
-    title: Title
-    purpose: Note = Field(default="", description="Business purpose of the report.")
-    owner: EmailAddress = Field(description="Email of the employee who owns the report.")
-    owner_name: PersonName = Field(description="Name of the owner.")
-    department: Department = Field(description="Owner's department.")
-    approver: EmailAddress = Field(description="Email of the manager who must approve the report.")
-    status: ReportStatus
-    currency: Currency
-    expenses: list[Expense] = Field(default_factory=list, description="Expense lines of the report.")
-    total: MoneyAmount = Field(default=0.0, description="Sum of the expense amounts.")
-    needs_finance_approval: Flag = Field(default=False, description="Whether the total is over the finance limit.")
-    created_at: DateTime = Field(description="When the report was created.")
-    submitted_at: DateTime | None = Field(default=None, description="When it was last submitted.")
-    approved_by: EmailAddress | None = Field(default=None, description="Manager who approved it.")
-    finance_approved_by: EmailAddress | None = Field(default=None, description="Finance employee who approved it.")
-    approved_at: DateTime | None = Field(default=None, description="When it was fully approved.")
-    rejected_by: EmailAddress | None = Field(default=None, description="Who rejected it last.")
-    rejection_reason: Note | None = Field(default=None, description="Why it was rejected.")
-    reimbursed_at: DateTime | None = Field(default=None, description="When the money was paid out.")
-    reimbursement_reference: ReferenceCode | None = Field(default=None, description="Payout reference, e.g. RMB-20017.")
-
-
-class Policy(Record):
-    receipt_required_over: MoneyAmount = Field(description="Lines above this amount need a receipt.")
-    finance_approval_over: MoneyAmount = Field(description="Reports above this total also need finance approval.")
-    max_expense_age_days: Days = Field(description="Oldest allowed expense date, in days before today.")
-    categories: list[Category] = Field(description="Allowed expense categories.")
-
-
-class Employee(Record):
-    email: EmailAddress
-    name: PersonName
-    department: Department
-    approver: EmailAddress = Field(description="Who approves the employee's reports (their manager).")
-
-
-class ExpensesState(ServiceState):
-    reports: dict[str, Report] = Field(default_factory=dict)
-    employees: dict[str, Employee] = Field(default_factory=dict)
-    next_reimbursement: int = 20001
-
-
-MERCHANTS = {
-    "airfare": (("Delta Air Lines", "United Airlines", "Lufthansa", "British Airways"), 180, 1400),
-    "lodging": (("Marriott", "Hilton", "Hyatt Regency", "Holiday Inn"), 140, 650),
-    "meals": (("Starbucks", "Chipotle", "Pret A Manger", "Olive Garden", "Corner Bistro"), 9, 95),
-    "ground_transport": (("Uber", "Lyft", "Yellow Cab", "Hertz"), 14, 160),
-    "software": (("Figma", "Zoom", "Notion", "JetBrains"), 12, 480),
-    "equipment": (("Apple Store", "Best Buy", "B&H Photo"), 40, 1800),
-    "office_supplies": (("Staples", "Office Depot"), 6, 120),
-    "training": (("SaaStr Annual", "O'Reilly Media", "Coursera"), 150, 2900),
-    "client_entertainment": (("The Capital Grille", "Ruth's Chris Steak House", "Nobu"), 80, 900),
-}
-TRIPS = {  # report title → the categories of its lines
-    "Client visit: {company}": ("airfare", "lodging", "meals", "ground_transport", "client_entertainment"),
-    "Conference: SaaStr Annual": ("training", "airfare", "lodging", "lodging", "meals", "ground_transport"),
-    "Team offsite — {month}": ("lodging", "meals", "meals", "ground_transport"),
-    "Home office setup": ("equipment", "equipment", "office_supplies"),
-    "Software subscriptions — {month}": ("software", "software", "software"),
-    "Customer dinner with {company}": ("client_entertainment", "ground_transport"),
-}
-
-
-def _money(value: float) -> float:
-    return round(value, 2) + 0.0  # + 0.0 turns -0.0 into 0.0
-
-
-def _retotal(report: Report) -> None:
-    report.total = _money(sum(e.amount for e in report.expenses))
-    report.needs_finance_approval = report.total > FINANCE_APPROVAL_OVER
-
-
-def _approver_of(world: Population, email: str) -> str:
-    person = next(p for p in world.employees if p.email == email)
-    if person.manager_id is not None:
-        return world.person(person.manager_id).email
-    heads = {p.department: p.email for p in world.employees if p.manager_id is None}
-    return heads["People"] if heads["Finance"] == email else heads["Finance"]
-
-
-def seed(rng: random.Random, world: Population) -> ExpensesState:
-    state = ExpensesState(clock=world.now)
-    for person in world.employees:
-        state.employees[person.email] = Employee(
-            email=person.email,
-            name=person.name,
-            department=person.department,
-            approver=_approver_of(world, person.email),
-        )
-    today = world.now.date()
-    finance = [p.email for p in world.employees if p.department == "Finance"]
-    plan = ["draft"] * 8 + ["submitted"] * 8 + ["pending_finance"] * 3 + ["approved"] * 6
-    plan += ["rejected"] * 4 + ["reimbursed"] * 11
-    owners = [p for p in world.employees if p.id != world.me.id]
-    for index, status in enumerate(plan):
-        owner = world.me if index % 9 == 4 else rng.choice(owners)
-        template = rng.choice(list(TRIPS)) if status != "pending_finance" else "Conference: SaaStr Annual"
-        title = template.format(company=rng.choice(world.companies).name, month=rng.choice(("January", "February")))
-        age = rng.randint(1, 8) if status in ("draft", "submitted") else rng.randint(10, 80)
-        created = world.now - dt.timedelta(days=age, minutes=rng.randint(0, 600))
-        employee = state.employees[owner.email]
-        report = Report(
-            id=state.new_id("rep"),
-            title=title,
-            purpose=f"{title} for the {owner.department} team.",
-            owner=owner.email,
-            owner_name=owner.name,
-            department=owner.department,
-            approver=employee.approver,
-            status=status,
-            currency="USD",
-            created_at=created,
-        )
-        for category in TRIPS[template]:
-            merchants, low, high = MERCHANTS[category]
-            amount = _money(rng.uniform(low, high) * (3 if status == "pending_finance" else 1))
-            missing = status == "draft" and amount > RECEIPT_REQUIRED_OVER and rng.random() < 0.5
-            expense = Expense(
-                id=state.new_id("exp"),
-                report_id=report.id,
-                owner=owner.email,
-                merchant=rng.choice(merchants),
-                amount=amount,
-                currency="USD",
-                category=category,
-                date=today - dt.timedelta(days=age + rng.randint(1, 9)),
-                receipt=not missing and (amount > RECEIPT_REQUIRED_OVER or rng.random() < 0.6),
-            )
-            expense.receipt_file = f"receipt-{expense.id}.pdf" if expense.receipt else None
-            report.expenses.append(expense)
-        if index == 3:  # the same purchase entered twice
-            twin = report.expenses[-1].model_copy(update={"id": state.new_id("exp")})
-            report.expenses.append(twin)
-        _retotal(report)
-        state.reports[report.id] = report
-        if status != "draft":
-            report.submitted_at = created + dt.timedelta(hours=2)
-        if status in ("pending_finance", "approved", "reimbursed"):
-            report.approved_by = report.approver
-        if status in ("approved", "reimbursed"):
-            report.approved_at = created + dt.timedelta(days=2)
-            if report.needs_finance_approval:
-                report.finance_approved_by = next(f for f in finance if f not in (report.owner, report.approver))
-        if status == "rejected":
-            report.rejected_by, report.rejection_reason = report.approver, "Please split personal and business costs."
-        if status == "reimbursed":
-            report.reimbursed_at = created + dt.timedelta(days=5)
-            report.reimbursement_reference = f"RMB-{state.next_reimbursement}"
-            state.next_reimbursement += 1
-    return state
-
+from .seed import MERCHANTS, seed
 
 service = Service(
     "expenses",

@@ -25,31 +25,12 @@ Version history: 1 — first version.
 
 from __future__ import annotations
 
-import datetime as dt
-import random
-from typing import Annotated, Literal
-
-from pydantic import Field
-
-from servers.framework import (
-    BadRequest,
-    Conflict,
-    Forbidden,
-    NotFound,
-    Page,
-    Record,
-    Service,
-    ServiceState,
-    contains,
-    paginate,
-    require,
-)
-from servers.population import DEPARTMENTS, Population
+from servers.framework import BadRequest, Conflict, Forbidden, NotFound, Page, Service, contains, paginate, require
+from servers.population import DEPARTMENTS
 from servers.types import (
     City,
     Currency,
     Date,
-    DateTime,
     Days,
     Department,
     EmailAddress,
@@ -62,349 +43,43 @@ from servers.types import (
     PersonName,
     Query,
     Title,
-    ident,
-    sem,
 )
 
-EmployeeId = Annotated[str, ident("hr", "employee")]
-LeaveRequestId = Annotated[str, ident("hr", "leave_request")]
-LeaveBalanceId = Annotated[str, ident("hr", "leave_balance")]
-OnboardingTaskId = Annotated[str, ident("hr", "onboarding_task")]
-EmploymentStatus = Annotated[
-    Literal["active", "on_leave", "terminated"], sem("hr.employment_status", "Employment status of an employee.")
-]
-EmploymentType = Annotated[
-    Literal["full_time", "part_time", "contractor"], sem("hr.employment_type", "Kind of employment contract.")
-]
-LeaveType = Annotated[Literal["vacation", "sick", "parental"], sem("hr.leave_type", "Kind of leave.")]
-BalanceType = Annotated[Literal["vacation", "sick"], sem("hr.balance_type", "Leave that draws on a yearly balance.")]
-LeaveStatus = Annotated[
-    Literal["pending", "approved", "rejected", "cancelled"], sem("hr.leave_status", "Status of a leave request.")
-]
-TaskStatus = Annotated[Literal["open", "done"], sem("hr.onboarding_status", "Status of an onboarding checklist item.")]
-Year = Annotated[int, sem("hr.year", "Calendar year.", ge=2000, le=2100)]
-
-PARENTAL_CAP = 80
-WINDOW_DAYS = 400  # dates further than this from today are typos, not plans
-CHECKLIST = (  # (title, owner role, days from the start date)
-    ("Sign employment contract", "hr", -7),
-    ("Set up laptop and accounts", "it", -2),
-    ("Welcome meeting with manager", "manager", 0),
-    ("Complete security training", "self", 7),
-    ("30-day check-in", "manager", 30),
+from .models import CHECKLIST as CHECKLIST
+from .models import (
+    PARENTAL_CAP,
+    BalanceType,
+    Employee,
+    EmploymentStatus,
+    EmploymentType,
+    HrState,
+    LeaveBalance,
+    LeaveRequest,
+    LeaveRequestId,
+    LeaveStatus,
+    LeaveType,
+    OnboardingTask,
+    OnboardingTaskId,
+    TaskStatus,
+    _active,
+    _balance,
+    _check_decider,
+    _checklist,
+    _deciders,
+    _find,
+    _in_window,
+    _new_request,
+    _open_balances,
+    _overlap,
+    _refresh,
+    _task,
+    workdays,
 )
-
-
-class Employee(Record):
-    id: EmployeeId
-    email: EmailAddress = Field(description="Work email; identifies the employee in every service.")
-    name: PersonName
-    title: JobTitle
-    department: Department
-    manager_email: EmailAddress | None = Field(description="Work email of the manager; null for department heads.")
-    location: City = Field(description="City the employee works from.")
-    employment_type: EmploymentType
-    start_date: Date = Field(description="First working day.")
-    salary: MoneyAmount = Field(description="Annual base salary.")
-    currency: Currency = Field(description="Currency of the salary.")
-    status: EmploymentStatus
-    termination_date: Date | None = Field(default=None, description="Last working day, once terminated.")
-    termination_reason: Note = Field(default="", description="Why the employment ended.")
-
-
-class LeaveRequest(Record):
-    id: LeaveRequestId
-    employee_email: EmailAddress = Field(description="Employee taking the leave.")
-    leave_type: LeaveType
-    start_date: Date = Field(description="First day of leave.")
-    end_date: Date = Field(description="Last day of leave (inclusive).")
-    days: Days = Field(description="Working days (Monday to Friday) the leave takes.")
-    status: LeaveStatus
-    note: Note = Field(default="", description="Reason given by the employee.")
-    requested_at: DateTime
-    decided_by: EmailAddress | None = Field(default=None, description="Who approved or rejected the request.")
-    decided_at: DateTime | None = Field(default=None, description="When the request was decided.")
-    decision_note: Note = Field(default="", description="Comment of the approver.")
-
-
-class LeaveBalance(Record):
-    id: LeaveBalanceId
-    employee_email: EmailAddress = Field(description="Employee the balance belongs to.")
-    leave_type: BalanceType
-    year: Year
-    entitled: Days = Field(description="Days granted this year, carry-over included.")
-    used: Days = Field(description="Days of approved leave this year.")
-    pending: Days = Field(description="Days requested and awaiting a decision.")
-    available: Days = Field(description="Days that can still be requested.")
-
-
-class OnboardingTask(Record):
-    id: OnboardingTaskId
-    employee_email: EmailAddress = Field(description="New hire the item is for.")
-    title: Title
-    owner_email: EmailAddress = Field(description="Person responsible for the item.")
-    due_date: Date = Field(description="Day the item should be done by.")
-    status: TaskStatus
-    completed_by: EmailAddress | None = Field(default=None, description="Who completed the item.")
-    completed_at: DateTime | None = Field(default=None, description="When the item was completed.")
-
-
-class HrState(ServiceState):
-    hr_admins: list[str] = []
-    it_contact: str = ""
-    employees: dict[str, Employee] = {}
-    leave_requests: dict[str, LeaveRequest] = {}
-    balances: dict[str, LeaveBalance] = {}
-    onboarding: dict[str, OnboardingTask] = {}
-
-
-def workdays(start: dt.date, end: dt.date) -> int:
-    """Working days (Monday to Friday) from ``start`` to ``end`` inclusive."""
-    return sum(1 for i in range((end - start).days + 1) if (start + dt.timedelta(days=i)).weekday() < 5)
-
-
-def _find(state: HrState, email: str, argument: str = "employee") -> Employee:
-    for employee in state.employees.values():
-        if employee.email.lower() == email.lower():
-            return employee
-    raise NotFound(f"employee {email!r} not found (argument {argument!r})")
-
-
-def _active(employee: Employee, argument: str) -> Employee:
-    if employee.status == "terminated":
-        raise Conflict(f"argument {argument!r}: employee {employee.email!r} is terminated")
-    return employee
-
-
-def _in_window(state: HrState, day: dt.date, argument: str) -> None:
-    if abs((day - state.clock.date()).days) > WINDOW_DAYS:
-        raise BadRequest(f"argument {argument!r}: {day.isoformat()} is more than {WINDOW_DAYS} days from today")
-
-
-def _balance(state: HrState, email: str, leave_type: str) -> LeaveBalance | None:
-    year = state.clock.year
-    return next(
-        (
-            b
-            for b in state.balances.values()
-            if b.employee_email == email and b.leave_type == leave_type and b.year == year
-        ),
-        None,
-    )
-
-
-def _refresh(state: HrState, email: str) -> None:
-    """Recompute the used, pending and available days of an employee's balances."""
-    for balance in state.balances.values():
-        if balance.employee_email != email:
-            continue
-        rows = [
-            r
-            for r in state.leave_requests.values()
-            if r.employee_email == email and r.leave_type == balance.leave_type and r.start_date.year == balance.year
-        ]
-        balance.used = float(sum(r.days for r in rows if r.status == "approved"))
-        balance.pending = float(sum(r.days for r in rows if r.status == "pending"))
-        balance.available = max(0.0, balance.entitled - balance.used - balance.pending)
-
-
-def _deciders(state: HrState, employee: Employee) -> list[str]:
-    """Who may decide the employee's leave: the active manager, else the HR admins."""
-    if employee.manager_email:
-        manager = _find(state, employee.manager_email)
-        if manager.status != "terminated":
-            return [manager.email]
-    return list(state.hr_admins)
-
-
-def _check_decider(state: HrState, request: LeaveRequest, approver_email: str) -> Employee:
-    approver = _find(state, approver_email, "approver")
-    employee = _find(state, request.employee_email)
-    if approver.email == employee.email:
-        raise Forbidden(f"{approver.email!r} cannot decide on their own leave request {request.id!r}")
-    allowed = _deciders(state, employee)
-    if approver.status == "terminated" or approver.email not in allowed:
-        raise Forbidden(f"{approver.email!r} may not decide leave of {employee.email!r}; ask {', '.join(allowed)}")
-    if request.status != "pending":
-        raise Conflict(f"leave request {request.id!r} is already {request.status!r}")
-    return approver
-
-
-def _task(state: HrState, employee: Employee, title: str, owner: str, due: dt.date) -> OnboardingTask:
-    task = OnboardingTask(
-        id=state.new_id("onb"),
-        employee_email=employee.email,
-        title=title,
-        owner_email=owner,
-        due_date=due,
-        status="open",
-    )
-    state.onboarding[task.id] = task
-    return task
-
-
-def _checklist(state: HrState, employee: Employee) -> list[OnboardingTask]:
-    """The standard onboarding checklist of a new hire, owned by HR, IT, the manager and the hire."""
-    owners = {
-        "hr": state.hr_admins[-1],
-        "it": state.it_contact,
-        "manager": employee.manager_email or state.hr_admins[0],
-    }
-    return [
-        _task(state, employee, title, owners.get(role, employee.email), employee.start_date + dt.timedelta(days))
-        for title, role, days in CHECKLIST
-    ]
-
-
-def _open_balances(state: HrState, email: str, start: dt.date, extra: float = 0.0) -> None:
-    """This year's vacation (prorated to half days for this year's hires) and sick balances."""
-    year = state.clock.year
-    vacation = 25.0 if start.year < year else 25.0 * (13 - start.month) // 6 / 2
-    for leave_type, days in (("vacation", vacation + extra), ("sick", 10.0)):
-        bid = state.new_id("bal")
-        state.balances[bid] = LeaveBalance(
-            id=bid,
-            employee_email=email,
-            leave_type=leave_type,
-            year=year,
-            entitled=days,
-            used=0,
-            pending=0,
-            available=days,
-        )
-
-
-def _new_request(
-    state: HrState, email: str, kind: str, span: tuple[dt.date, dt.date], status: str, note: str, at: dt.datetime
-) -> LeaveRequest:
-    start, end = span
-    rid = state.new_id("lv")
-    request = LeaveRequest(
-        id=rid,
-        employee_email=email,
-        leave_type=kind,
-        start_date=start,
-        end_date=end,
-        days=float(workdays(start, end)),
-        status=status,
-        note=note,
-        requested_at=at,
-    )
-    state.leave_requests[rid] = request
-    return request
-
-
-def _overlap(state: HrState, email: str, start: dt.date, end: dt.date) -> LeaveRequest | None:
-    """The employee's pending or approved request that overlaps the period, if any."""
-    for other in state.leave_requests.values():
-        mine = other.employee_email == email and other.status in ("pending", "approved")
-        if mine and other.start_date <= end and start <= other.end_date:
-            return other
-    return None
-
-
-def _weekday(day: dt.date) -> dt.date:
-    return day + dt.timedelta(days=(7 - day.weekday()) % 7) if day.weekday() >= 5 else day
-
-
-def seed(rng: random.Random, world: Population) -> HrState:
-    now = world.now
-    today = now.date()
-    state = HrState(clock=now)
-    by_id = {p.id: p for p in world.employees}
-    people_team = sorted(
-        (p for p in world.employees if p.department == "People"), key=lambda p: p.manager_id is not None
-    )
-    state.hr_admins = [p.email for p in people_team]
-    state.it_contact = next(p.email for p in world.employees if p.department == "Engineering" and p.manager_id)
-    mine = [p.id for p in world.employees if p.manager_id == world.me.id]
-    pool = [p for p in world.employees if p.manager_id and p.department not in ("People", "Engineering")]
-    picked = rng.sample([p for p in pool if p.id not in mine], 9)
-    hires = {p.id: offset for p, offset in zip(picked[:4], (-60, -12, -4, 7), strict=True)}
-    leavers, parents = {p.id for p in picked[4:6]}, {p.id for p in picked[6:8]}
-
-    for person in world.employees:
-        head = person.manager_id is None
-        base = 150_000 if head else rng.choice((72_000, 85_000, 98_000, 110_000))
-        start = _weekday(today + dt.timedelta(days=hires.get(person.id, -rng.randint(200, 3000))))
-        employee = Employee(
-            id=state.new_id("emp"),
-            email=person.email,
-            name=person.name,
-            title=person.title,
-            department=person.department,
-            manager_email=by_id[person.manager_id].email if person.manager_id else None,
-            location=person.city,
-            employment_type="full_time" if head or rng.random() < 0.8 else rng.choice(("part_time", "contractor")),
-            start_date=start,
-            salary=float(round(base * rng.uniform(0.85, 1.2) / 500) * 500),
-            currency=world.org.currency if rng.random() < 0.85 else rng.choice(("EUR", "GBP")),
-            status="on_leave" if person.id in parents else "active",
-        )
-        if person.id in leavers:
-            employee.status = "terminated"
-            employee.termination_date = today - dt.timedelta(days=rng.randint(10, 90))
-            employee.termination_reason = rng.choice(("Resigned", "Relocation", "Contract ended"))
-        state.employees[employee.id] = employee
-        _open_balances(state, person.email, start, rng.choice((0, 0, 2, 3.5, 5)))
-
-    def add(email: str, kind: str, offset: int, days: int, status: str, note: str = "") -> LeaveRequest | None:
-        start = end = _weekday(today + dt.timedelta(days=offset))
-        while workdays(start, end) < days:
-            end += dt.timedelta(days=1)
-        balance = _balance(state, email, kind) if start.year == today.year else None
-        short = balance is not None and balance.available < days
-        if status in ("pending", "approved") and (short or _overlap(state, email, start, end)):
-            return None
-        planned = dt.datetime.combine(start, dt.time(9), now.tzinfo) - dt.timedelta(days=rng.randint(2, 20))
-        asked = min(
-            planned + dt.timedelta(minutes=rng.randint(0, 480)), now - dt.timedelta(minutes=rng.randint(180, 600))
-        )
-        request = _new_request(state, email, kind, (start, end), status, note, asked)
-        if status in ("approved", "rejected"):
-            request.decided_by = (_deciders(state, _find(state, email)) or state.hr_admins)[0]
-            request.decided_at = min(asked + dt.timedelta(minutes=rng.randint(30, 2880)), now - dt.timedelta(minutes=5))
-            request.decision_note = (
-                rng.choice(("Team coverage too thin", "Release week")) if status == "rejected" else ""
-            )
-        _refresh(state, email)
-        return request
-
-    notes = ("Family trip", "Long weekend", "Wedding", "Moving house", "Ski holiday", "")
-    for person in [p for p in world.employees if p.id not in leavers and p.id not in hires]:
-        email = person.email
-        if person.id in parents:
-            add(email, "parental", -rng.randint(20, 60), 60, "approved", "Parental leave")
-        if rng.random() < 0.3:  # last year's leave, stale
-            add(email, "vacation", -rng.randint(75, 110), rng.randint(2, 8), "approved", rng.choice(notes))
-        for _ in range(rng.randint(0, 3)):
-            if rng.random() < 0.25:
-                add(email, "sick", -rng.randint(3, 50), rng.randint(1, 3), "approved")
-                continue
-            offset = rng.randint(-50, 75)
-            past = rng.choice(("approved", "approved", "rejected"))
-            status = past if offset < 0 else rng.choice(("pending", "pending", "approved", "cancelled"))
-            request = add(email, "vacation", offset, rng.randint(1, 8), status, rng.choice(notes))
-            if request and status == "pending" and rng.random() < 0.5:  # an earlier attempt, withdrawn
-                add(email, "vacation", offset, int(request.days), "cancelled", request.note)
-    for pid in mine:  # the user always has a queue of their reports' requests to work through
-        add(by_id[pid].email, "vacation", rng.randint(14, 40), rng.randint(2, 5), "pending", "Summer break")
-    add(by_id[picked[8].id].email, "vacation", -35, 18, "approved", "Sabbatical block")  # a nearly used-up balance
-    add(by_id[picked[8].id].email, "parental", 60, 40, "pending", "Parental leave")
-
-    for request in state.leave_requests.values():  # whoever is off today shows as on leave
-        employee = _find(state, request.employee_email)
-        if request.status == "approved" and request.start_date <= today <= request.end_date:
-            employee.status = "on_leave" if employee.status == "active" else employee.status
-    for pid, offset in hires.items():
-        for task in _checklist(state, _find(state, by_id[pid].email)):
-            if task.due_date < today and (offset < -30 or rng.random() < 0.7):
-                task.status, task.completed_by = "done", task.owner_email
-                task.completed_at = dt.datetime.combine(task.due_date, dt.time(15), now.tzinfo)
-        if offset == -4:  # a near-duplicate item someone added by hand
-            _task(state, _find(state, by_id[pid].email), "Set up laptop & accounts", state.it_contact, today)
-    return state
-
+from .models import WINDOW_DAYS as WINDOW_DAYS
+from .models import EmployeeId as EmployeeId
+from .models import LeaveBalanceId as LeaveBalanceId
+from .models import Year as Year
+from .seed import seed
 
 service = Service(
     "hr",

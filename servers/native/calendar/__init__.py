@@ -19,249 +19,34 @@ Version history: 1 — first version.
 from __future__ import annotations
 
 import datetime as dt
-import random
-from typing import Annotated, Literal
 
-from pydantic import Field
+from servers.framework import BadRequest, Conflict, Forbidden, NotFound, Page, Service, contains, paginate, require
+from servers.types import DateTime, DocumentText, EmailAddress, Flag, Limit, Location, Minutes, Offset, Query, Title
 
-from servers.framework import (
-    BadRequest,
-    Conflict,
-    Forbidden,
-    NotFound,
-    Page,
-    Record,
-    Service,
-    ServiceState,
-    contains,
-    paginate,
-    require,
+from .models import (
+    MAX_EVENT,
+    WORK_END,
+    WORK_START,
+    Attendee,
+    BusyBlock,
+    CalendarState,
+    CancelScope,
+    Capacity,
+    Event,
+    EventId,
+    EventStatus,
+    Reply,
+    Room,
+    RoomFeature,
+    RoomId,
+    SeriesId,
+    TimeSlot,
+    _busy,
+    _involves,
+    _overlaps,
+    _room_clash,
 )
-from servers.population import Population
-from servers.types import (
-    DateTime,
-    DocumentText,
-    EmailAddress,
-    Flag,
-    Limit,
-    Location,
-    Minutes,
-    Offset,
-    Query,
-    Title,
-    ident,
-    sem,
-)
-
-EventId = Annotated[str, ident("calendar", "event")]
-RoomId = Annotated[str, ident("calendar", "room")]
-SeriesId = Annotated[str, ident("calendar", "series")]
-EventStatus = Annotated[
-    Literal["confirmed", "tentative", "cancelled"], sem("calendar.event_status", "Status of a calendar event.")
-]
-Response = Annotated[
-    Literal["needs_action", "accepted", "tentative", "declined"],
-    sem("calendar.response_status", "An attendee's answer to an invitation."),
-]
-Reply = Annotated[Literal["accepted", "tentative", "declined"], sem("calendar.rsvp", "Answer to an invitation.")]
-Recurrence = Annotated[
-    Literal["none", "weekly"],
-    sem("calendar.recurrence", "How an event repeats; every occurrence is its own event sharing one series id."),
-]
-RoomFeature = Annotated[
-    Literal["video", "whiteboard", "projector", "phone", "wheelchair_access"],
-    sem("calendar.room_feature", "Equipment or property of a meeting room."),
-]
-CancelScope = Annotated[
-    Literal["this", "series"], sem("calendar.cancel_scope", "Cancel one occurrence or the rest of its series.")
-]
-Capacity = Annotated[int, sem("calendar.capacity", "Number of seats in a meeting room.", ge=1, le=500)]
-
-WORK_START, WORK_END = 9, 17  # working hours (UTC) searched by find_meeting_times
-MAX_EVENT = dt.timedelta(hours=24)
-
-
-class Attendee(Record):
-    email: EmailAddress = Field(description="Address of the invited person.")
-    response: Response
-    optional: Flag = Field(default=False, description="Whether attendance is optional.")
-
-
-class Event(Record):
-    id: EventId
-    title: Title
-    description: DocumentText = Field(default="", description="Agenda or notes of the event.")
-    start: DateTime = Field(description="When the event starts.")
-    end: DateTime = Field(description="When the event ends.")
-    organizer: EmailAddress = Field(description="Address of the person who organises the event.")
-    attendees: list[Attendee] = Field(description="Invited people (the organizer excluded) and their answers.")
-    room_id: RoomId | None = Field(default=None, description="Booked meeting room, if any.")
-    location: Location | None = Field(default=None, description="Room name, address or video link.")
-    status: EventStatus
-    series_id: SeriesId | None = Field(default=None, description="Series shared by the occurrences of a repeat.")
-    recurrence: Recurrence = "none"
-    updated_at: DateTime = Field(description="Last change of the event.")
-
-
-class Room(Record):
-    id: RoomId
-    name: Location = Field(description="Name of the room.")
-    building: Location = Field(description="Building the room is in.")
-    capacity: Capacity
-    features: list[RoomFeature] = Field(description="Equipment of the room.")
-    in_service: Flag = Field(description="False while the room cannot be booked (repairs, renovation).")
-
-
-class BusyBlock(Record):
-    email: EmailAddress = Field(description="Person who is busy.")
-    start: DateTime = Field(description="Start of the busy period.")
-    end: DateTime = Field(description="End of the busy period.")
-
-
-class TimeSlot(Record):
-    start: DateTime = Field(description="Start of a slot when everyone is free.")
-    end: DateTime = Field(description="End of the slot.")
-
-
-class CalendarState(ServiceState):
-    owner: str = ""
-    events: dict[str, Event] = Field(default_factory=dict)
-    rooms: dict[str, Room] = Field(default_factory=dict)
-
-
-def _overlaps(a_start: dt.datetime, a_end: dt.datetime, b_start: dt.datetime, b_end: dt.datetime) -> bool:
-    return a_start < b_end and b_start < a_end
-
-
-def _room_clash(
-    state: CalendarState, room_id: str, start: dt.datetime, end: dt.datetime, skip: str = ""
-) -> Event | None:
-    for event in state.events.values():
-        if (
-            event.room_id == room_id
-            and event.id != skip
-            and event.status != "cancelled"
-            and _overlaps(start, end, event.start, event.end)
-        ):
-            return event
-    return None
-
-
-def _involves(event: Event, email: str) -> bool:
-    email = email.lower()
-    return event.organizer.lower() == email or any(a.email.lower() == email for a in event.attendees)
-
-
-def _busy(event: Event, email: str) -> bool:
-    """Whether ``email`` is blocked by ``event`` (organizer, or an attendee who has not declined)."""
-    if event.status == "cancelled":
-        return False
-    email = email.lower()
-    return event.organizer.lower() == email or any(
-        a.email.lower() == email and a.response != "declined" for a in event.attendees
-    )
-
-
-def seed(rng: random.Random, world: Population) -> CalendarState:
-    me = world.me
-    state = CalendarState(owner=me.email, clock=world.now)
-    hq, annex = f"{world.org.city} HQ", f"{world.org.city} Annex"
-    names = ["Everest", "Denali", "Fuji", "Kilimanjaro", "Matterhorn", "Olympus", "Rainier", "Whitney"]
-    specs = [(n, hq) for n in names] + [("Everest", annex), ("Everest 2", hq), ("Fuji Lounge", annex)]
-    specs += [(n, annex) for n in ("Vinson", "Aconcagua", "Shasta", "Hood")]
-    specs += [(f"Booth {i}", hq) for i in (1, 2, 3, 4, 5)]
-    extras = ["video", "whiteboard", "projector", "wheelchair_access"]
-    for index, (name, building) in enumerate(specs):
-        booth = name.startswith("Booth")
-        room = Room(
-            id=state.new_id("room"),
-            name=name,
-            building=building,
-            capacity=2 if booth else rng.choice((4, 6, 8, 10, 12, 20)),
-            features=["phone"] if booth else sorted(rng.sample(extras, 2)),
-            in_service=index not in (6, 14),
-        )
-        state.rooms[room.id] = room
-    rooms = list(state.rooms.values())
-    colleagues = [p for p in world.employees if p.id != me.id]
-    weekdays = [d for d in range(-14, 22) if (world.now + dt.timedelta(days=d)).weekday() < 5]
-    midnight = world.now.replace(hour=0, minute=0)
-    answers = ("accepted", "accepted", "tentative", "declined", "needs_action")
-
-    def add(title: str, organizer: str, invitees: list[str], when: tuple[int, int, int], **kw: str) -> Event:
-        day, at, minutes = when  # at: minutes after midnight
-        start = midnight + dt.timedelta(days=day, minutes=at)
-        end = start + dt.timedelta(minutes=minutes)
-        fits = [r for r in rooms if r.in_service and r.capacity > len(invitees)]
-        free = [r for r in fits if "location" not in kw and not _room_clash(state, r.id, start, end)]
-        room = rng.choice(free) if free else None
-        past = end <= world.now
-        attendees = [
-            Attendee(email=e, response=rng.choice(answers[:2] + answers[3:4] if past else answers))
-            for e in dict.fromkeys(invitees)
-            if e != organizer
-        ]
-        event = Event(
-            id=state.new_id("evt"),
-            title=title,
-            description=kw.get("description", ""),
-            start=start,
-            end=end,
-            organizer=organizer,
-            attendees=attendees,
-            room_id=room.id if room else None,
-            location=room.name if room else kw.get("location"),
-            status="cancelled" if kw.get("cancelled") else "confirmed",
-            series_id=kw.get("series_id"),
-            recurrence="weekly" if "series_id" in kw else "none",
-            updated_at=min(start, world.now) - dt.timedelta(days=rng.randint(1, 10)),
-        )
-        state.events[event.id] = event
-        return event
-
-    ops, sales, finance = (
-        [p.email for p in world.employees if p.department == d] for d in ("Operations", "Sales", "Finance")
-    )
-    series = [
-        ("Operations weekly sync", me.email, ops, 10),
-        ("Sales pipeline review", sales[0], [*sales, me.email], 14),
-        ("Finance close check-in", finance[0], [*finance[:3], me.email], 11),
-        ("Leadership staff meeting", world.employees[0].email, [p.email for p in world.employees[:8]], 15),
-    ]
-
-    def slot(latest: int = WORK_END - 1) -> int:
-        return rng.randint(WORK_START * 2, latest * 2) * 30
-
-    for title, organizer, invitees, hour in series:
-        series_id, first = state.new_id("ser"), rng.choice(weekdays[:5])
-        for week in range(5):
-            add(title, organizer, invitees, (first + 7 * week, hour * 60, 60), series_id=series_id)
-    for colleague in rng.sample(colleagues, 5):
-        when = (rng.choice(weekdays), slot(), 30)
-        link = f"https://meet.example.com/{colleague.username.replace('.', '-')}"
-        add(f"1:1 {me.first_name} / {colleague.first_name}", me.email, [colleague.email], when, location=link)
-    kinds = ("quarterly review", "renewal call", "onboarding kickoff", "pricing discussion")
-    for contact in rng.sample(list(world.contacts), 10):
-        host = rng.choice([me, *rng.sample(colleagues, 2)])
-        when = (rng.choice(weekdays), slot(WORK_END - 2), rng.choice((30, 45, 60)))
-        about = f"Call with {contact.name} ({contact.title}, {contact.company})."
-        link = f"https://meet.example.com/{contact.username.replace('.', '-')}"
-        title = f"{contact.company} {rng.choice(kinds)}"
-        add(title, host.email, [contact.email, me.email], when, location=link, description=about)
-    topics = (
-        "Q2 budget review|Q2 budget review - prep|Office move planning|Vendor review: cleaning|Hiring plan|"
-        "Vendor review: catering|Hiring plan (follow-up)|Security training|Quarterly business review|"
-        "Quarterly business review dry run|Inventory count|Offsite planning|Old roadmap review|Team lunch"
-    )
-    for topic in topics.split("|"):
-        host = rng.choice(colleagues) if rng.random() < 0.8 else me
-        invitees = [p.email for p in rng.sample(colleagues, rng.randint(2, 6))]
-        invitees += [me.email] if rng.random() < 0.75 else []
-        when = (rng.choice(weekdays), slot(WORK_END - 2), rng.choice((30, 60, 90)))
-        cancelled = "yes" if rng.random() < 0.25 else ""
-        add(topic, host.email, invitees, when, description=f"Agenda: {topic}.", cancelled=cancelled)
-    return state
-
+from .seed import seed
 
 service = Service(
     "calendar",

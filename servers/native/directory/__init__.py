@@ -20,31 +20,10 @@ Version history: 1 — first version.
 
 from __future__ import annotations
 
-import datetime as dt
-import difflib
-import random
-from typing import Annotated, Literal
-
-from pydantic import Field
-
-from servers.framework import (
-    BadRequest,
-    Conflict,
-    Forbidden,
-    NotFound,
-    Page,
-    Record,
-    Service,
-    ServiceState,
-    contains,
-    paginate,
-    require,
-)
-from servers.population import Population
+from servers.framework import BadRequest, Conflict, Forbidden, NotFound, Page, Service, contains, paginate, require
 from servers.types import (
     City,
     CompanyName,
-    DateTime,
     Department,
     EmailAddress,
     Flag,
@@ -52,206 +31,26 @@ from servers.types import (
     Limit,
     Note,
     Offset,
-    Percentage,
     PersonName,
     PhoneNumber,
     Query,
     Title,
-    ident,
-    sem,
 )
 
-PersonId = Annotated[str, ident("directory", "person")]
-GroupId = Annotated[str, ident("directory", "group")]
-Kind = Annotated[
-    Literal["employee", "external"],
-    sem("directory.person_kind", "Employee of the organisation (managed by HR) or external contact."),
-]
-Status = Annotated[
-    Literal["active", "archived", "merged"],
-    sem("directory.person_status", "Active entry, archived stale contact, or duplicate merged into another."),
-]
-GroupKind = Annotated[
-    Literal["mailing_list", "team", "security"],
-    sem("directory.group_kind", "Mailing list, team group, or security group (employees only)."),
-]
-Reason = Annotated[
-    Literal["same_email", "same_phone", "similar_name"],
-    sem("directory.duplicate_reason", "Why two entries look like the same person."),
-]
-
-SIMILAR = 0.8  # name similarity (0-1) above which two entries at the same company look like one person
-
-
-class Person(Record):
-    id: PersonId
-    kind: Kind
-    name: PersonName
-    email: EmailAddress | None = Field(default=None, description="Work email address.")
-    phone: PhoneNumber | None = Field(default=None, description="Phone number.")
-    title: JobTitle | None = Field(default=None, description="Job title.")
-    department: Department | None = Field(default=None, description="Department (employees).")
-    company: CompanyName = Field(description="Company the person works for.")
-    manager_email: EmailAddress | None = Field(default=None, description="Email address of the manager.")
-    city: City | None = Field(default=None, description="City where the person works.")
-    notes: Note = Field(default="", description="Free-form notes.")
-    starred: Flag = Field(default=False, description="Whether the user marked the entry as a favourite.")
-    status: Status = "active"
-    merged_into: PersonId | None = Field(default=None, description="Entry this duplicate was merged into.")
-    updated_at: DateTime
-
-
-class Group(Record):
-    id: GroupId
-    name: Title = Field(description="Display name of the group.")
-    email: EmailAddress = Field(description="Address of the group (unique).")
-    kind: GroupKind
-    description: Note = Field(default="", description="What the group is for.")
-    owners: list[EmailAddress] = Field(description="Addresses of the people who manage the group.")
-    members: list[EmailAddress] = Field(description="Addresses of the members.")
-
-
-class DuplicatePair(Record):
-    person_id: PersonId = Field(description="Entry to keep (employees and older entries first).")
-    duplicate_id: PersonId = Field(description="Entry that looks like the same person.")
-    reason: Reason
-    similarity: Percentage = Field(description="Similarity of the two names.")
-
-
-class DirectoryState(ServiceState):
-    me: str = ""
-    people: dict[str, Person] = Field(default_factory=dict)
-    groups: dict[str, Group] = Field(default_factory=dict)
-
-
-def _similarity(a: Person, b: Person) -> float:
-    return round(100 * difflib.SequenceMatcher(None, a.name.lower(), b.name.lower()).ratio(), 1)
-
-
-def _same(a: str | None, b: str | None) -> bool:
-    return a is not None and b is not None and a.lower() == b.lower()
-
-
-def _duplicate_reason(a: Person, b: Person) -> str | None:
-    if _same(a.email, b.email):
-        return "same_email"
-    if _same(a.phone, b.phone):
-        return "same_phone"
-    if _same(a.company, b.company) and _similarity(a, b) >= 100 * SIMILAR:
-        return "similar_name"
-    return None
-
-
-def seed(rng: random.Random, world: Population) -> DirectoryState:
-    state = DirectoryState(me=world.me.email, clock=world.now)
-    managers = {p.id: p.email for p in world.employees}
-
-    def add(person_kind: str, name: str, company: str, days: int, **fields: str | None) -> Person:
-        entry = Person(
-            id=state.new_id("per"),
-            kind=person_kind,
-            name=name,
-            company=company,
-            updated_at=world.now - dt.timedelta(days=days, minutes=rng.randint(0, 1439)),
-            **fields,
-        )
-        state.people[entry.id] = entry
-        return entry
-
-    for p in world.employees:
-        add(
-            "employee",
-            p.name,
-            p.company,
-            rng.randint(10, 300),
-            email=p.email,
-            phone=p.phone,
-            title=p.title,
-            department=p.department,
-            manager_email=managers.get(p.manager_id or ""),
-            city=p.city,
-        )
-    contacts = list(world.contacts[:44])
-    for p in contacts:
-        add(
-            "external", p.name, p.company, rng.randint(5, 500), email=p.email, phone=p.phone, title=p.title, city=p.city
-        )
-    picks = rng.sample(contacts, 4)
-    personal = f"{picks[0].first_name}.{picks[0].last_name}{rng.randint(10, 99)}@gmail.com".lower()
-    add(
-        "external",
-        picks[0].name,
-        picks[0].company,
-        400,
-        email=personal,
-        phone=picks[0].phone,
-        notes="Saved from a conference badge scan.",
-    )
-    add("external", picks[1].first_name, picks[1].company, 250, phone=picks[1].phone, notes="Phone-only entry.")
-    last = picks[2].last_name
-    typo = last[:-2] + last[-1] + last[-2] if len(last) > 3 else last + "e"
-    add("external", f"{picks[2].first_name} {typo}", picks[2].company, 320, title=picks[2].title)
-    add("external", picks[3].name, picks[3].company, 30, email=picks[3].email, notes="Imported from the CRM.")
-    colleague = rng.choice([p for p in world.employees if p.id != world.me.id])
-    add(
-        "external",
-        colleague.name,
-        world.org.name,
-        200,
-        phone=colleague.phone,
-        notes="Mobile, saved before they joined.",
-    )
-    externals = [p for p in state.people.values() if p.kind == "external"]
-    for entry in rng.sample(externals[:40], 3):
-        entry.status, entry.notes = "archived", "Left the company."
-    for entry in rng.sample([p for p in state.people.values() if p.status == "active"], 6):
-        entry.starred = True
-
-    domain = world.org.domain
-    heads = {p.department: p.email for p in world.employees if p.manager_id is None}
-    staff = [p.email for p in world.employees]
-
-    listed = {p.email for p in state.people.values() if p.status == "active" and p.email}
-
-    def group(name: str, local: str, group_kind: str, owners: list[str], members: list[str], about: str = "") -> None:
-        new = Group(
-            id=state.new_id("grp"),
-            name=name,
-            email=f"{local}@{domain}",
-            kind=group_kind,
-            description=about,
-            owners=owners,
-            members=[m for m in dict.fromkeys(members) if m in listed],
-        )
-        state.groups[new.id] = new
-
-    group("All staff", "all-staff", "mailing_list", [heads["People"]], staff, "Everyone at the company.")
-    for dept, head in heads.items():
-        members = [p.email for p in world.employees if p.department == dept]
-        group(f"{dept} team", dept.lower(), "team", [head], members, f"The {dept} department.")
-    ops = [p.email for p in world.employees if p.department == "Operations"]
-    group("Ops team", "ops-team", "team", [world.me.email], rng.sample(ops, 2), "Old operations list, partly used.")
-    group("Managers", "managers", "security", [heads["People"]], list(heads.values()), "Department heads.")
-    engineers = [p.email for p in world.employees if p.department == "Engineering"]
-    group("IT admins", "it-admins", "security", [heads["Engineering"]], engineers[:3], "Admin access to systems.")
-    sales = [p.email for p in world.employees if p.department == "Sales"]
-    for company in [c for c in world.companies if c.relation == "customer"]:
-        people = [p.email for p in world.contacts_of(company.id)]
-        owner = rng.choice([world.me.email, heads["Sales"]])
-        slug = "".join(ch for ch in company.name.lower() if ch.isalnum())[:20]
-        group(
-            f"{company.name} account",
-            f"acct-{slug}",
-            "mailing_list",
-            [owner],
-            [rng.choice(sales), *people],
-            f"Account team and contacts at {company.name}.",
-        )
-    vendors = [p.email for c in world.companies if c.relation == "vendor" for p in world.contacts_of(c.id)]
-    group("Vendors", "vendors", "mailing_list", [world.me.email], vendors, "Supplier contacts.")
-    group("Social club", "social", "mailing_list", [rng.choice(staff)], rng.sample(staff, 12), "Events and fun.")
-    return state
-
+from .models import (
+    DirectoryState,
+    DuplicatePair,
+    Group,
+    GroupId,
+    GroupKind,
+    Kind,
+    Person,
+    PersonId,
+    _duplicate_reason,
+    _same,
+    _similarity,
+)
+from .seed import seed
 
 service = Service(
     "directory",

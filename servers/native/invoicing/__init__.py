@@ -22,32 +22,11 @@ Version history: 1 — first version.
 
 from __future__ import annotations
 
-import datetime as dt
-import random
-from typing import Annotated, Literal
-
-from pydantic import Field
-
-from servers.framework import (
-    BadRequest,
-    Conflict,
-    NotFound,
-    Page,
-    Record,
-    Service,
-    ServiceState,
-    contains,
-    paginate,
-    require,
-)
-from servers.population import Population
+from servers.framework import BadRequest, Conflict, NotFound, Page, Service, contains, paginate, require
 from servers.types import (
     CompanyName,
-    Count,
     CountryCode,
     Currency,
-    Date,
-    DateTime,
     EmailAddress,
     Flag,
     Limit,
@@ -56,318 +35,43 @@ from servers.types import (
     Offset,
     Percentage,
     PersonName,
-    ProductName,
     Quantity,
     Query,
     ReferenceCode,
     Sku,
     StreetAddress,
-    ident,
-    sem,
 )
 
-CustomerId = Annotated[str, ident("invoicing", "customer")]
-InvoiceId = Annotated[str, ident("invoicing", "invoice")]
-PaymentId = Annotated[str, ident("invoicing", "payment")]
-RefundId = Annotated[str, ident("invoicing", "refund")]
-CreditNoteId = Annotated[str, ident("invoicing", "credit_note")]
-InvoiceStatus = Annotated[
-    Literal["draft", "open", "paid", "void"],
-    sem("invoicing.invoice_status", "Invoice status: draft (editable), open (awaiting payment), paid or void."),
-]
-PaymentMethod = Annotated[
-    Literal["bank_transfer", "card", "check", "cash"], sem("invoicing.payment_method", "How a payment was made.")
-]
-NetTerms = Annotated[int, sem("invoicing.net_terms", "Days from issue until an invoice is due.", ge=0, le=120)]
-
-MAX_TOTAL = 1e9
-TAX_BY_COUNTRY = {"US": 0.0, "GB": 20.0, "DE": 19.0, "FR": 20.0}
-
-
-class Customer(Record):
-    id: CustomerId
-    company: CompanyName = Field(description="Company that is billed.")
-    billing_email: EmailAddress = Field(description="Address invoices are sent to (the billing contact).")
-    contact_name: PersonName = Field(description="Name of the billing contact.")
-    currency: Currency = Field(description="Currency the customer is invoiced in.")
-    country: CountryCode = Field(description="Country of the billing address.")
-    address: StreetAddress | None = Field(default=None, description="Billing address, if known.")
-    net_terms: NetTerms
-    archived: Flag = Field(default=False, description="Whether the customer is archived (no new invoices).")
-    created_at: DateTime = Field(description="When the customer was created.")
-
-
-class LineItem(Record):
-    sku: Sku
-    description: ProductName = Field(description="Product name printed on the line.")
-    quantity: Quantity
-    unit_price: MoneyAmount = Field(description="Price of one unit in the invoice currency.")
-    amount: MoneyAmount = Field(description="Line total: quantity × unit price.")
-
-
-class Invoice(Record):
-    id: InvoiceId
-    number: ReferenceCode = Field(description="Invoice number, e.g. INV-1042.")
-    customer_id: CustomerId
-    company: CompanyName = Field(description="Company billed.")
-    billing_email: EmailAddress = Field(description="Billing address of the customer when invoiced.")
-    status: InvoiceStatus
-    currency: Currency
-    lines: list[LineItem] = Field(default_factory=list, description="Line items, one per SKU.")
-    tax_rate: Percentage = Field(description="Tax rate applied to the subtotal.")
-    subtotal: MoneyAmount = Field(default=0.0, description="Sum of the line amounts.")
-    tax: MoneyAmount = Field(default=0.0, description="Tax on the subtotal.")
-    total: MoneyAmount = Field(default=0.0, description="Subtotal plus tax.")
-    amount_paid: MoneyAmount = Field(default=0.0, description="Sum of the payments recorded.")
-    amount_refunded: MoneyAmount = Field(default=0.0, description="Sum refunded on those payments.")
-    amount_credited: MoneyAmount = Field(default=0.0, description="Sum of the credit notes issued.")
-    amount_due: MoneyAmount = Field(default=0.0, description="Still to pay: total − paid − credited.")
-    po_number: ReferenceCode | None = Field(default=None, description="Customer's purchase order number.")
-    memo: Note = Field(default="", description="Memo printed on the invoice.")
-    created_at: DateTime = Field(description="When the invoice was created.")
-    issued_at: DateTime | None = Field(default=None, description="When it was finalised, if it was.")
-    due_date: Date | None = Field(default=None, description="Date payment is due (set when finalised).")
-    paid_at: DateTime | None = Field(default=None, description="When it was paid in full.")
-    voided_at: DateTime | None = Field(default=None, description="When it was voided.")
-    last_sent_to: EmailAddress | None = Field(default=None, description="Address it was last sent to.")
-    times_sent: Count = Field(default=0, description="How many times it has been sent.")
-
-
-class Payment(Record):
-    id: PaymentId
-    invoice_id: InvoiceId
-    invoice_number: ReferenceCode = Field(description="Number of the invoice paid.")
-    company: CompanyName = Field(description="Company that paid.")
-    amount: MoneyAmount = Field(description="Amount received.")
-    currency: Currency
-    method: PaymentMethod
-    reference: ReferenceCode | None = Field(default=None, description="Bank or remittance reference.")
-    received_at: DateTime = Field(description="When the payment was received.")
-    amount_refunded: MoneyAmount = Field(default=0.0, description="Amount refunded from this payment.")
-
-
-class Refund(Record):
-    id: RefundId
-    payment_id: PaymentId
-    invoice_id: InvoiceId
-    amount: MoneyAmount = Field(description="Amount refunded.")
-    currency: Currency
-    reason: Note = Field(description="Why the money was refunded.")
-    created_at: DateTime = Field(description="When the refund was issued.")
-
-
-class CreditNote(Record):
-    id: CreditNoteId
-    number: ReferenceCode = Field(description="Credit note number, e.g. CN-0512.")
-    invoice_id: InvoiceId
-    invoice_number: ReferenceCode = Field(description="Number of the invoice credited.")
-    amount: MoneyAmount = Field(description="Amount credited against the invoice.")
-    currency: Currency
-    reason: Note = Field(description="Why the credit was issued.")
-    created_at: DateTime = Field(description="When the credit note was issued.")
-
-
-class PriceListItem(Record):
-    sku: Sku
-    name: ProductName
-    unit_price: MoneyAmount = Field(description="List price of one unit.")
-
-
-class InvoicingState(ServiceState):
-    customers: dict[str, Customer] = Field(default_factory=dict)
-    invoices: dict[str, Invoice] = Field(default_factory=dict)
-    payments: dict[str, Payment] = Field(default_factory=dict)
-    refunds: dict[str, Refund] = Field(default_factory=dict)
-    credit_notes: dict[str, CreditNote] = Field(default_factory=dict)
-    price_list: dict[str, PriceListItem] = Field(default_factory=dict)
-    next_invoice_number: int = 1001
-    next_credit_number: int = 501
-
-
-def _money(value: float) -> float:
-    return round(value, 2) + 0.0  # + 0.0 turns -0.0 into 0.0
-
-
-def _recompute(invoice: Invoice) -> None:
-    invoice.subtotal = _money(sum(line.amount for line in invoice.lines))
-    invoice.tax = _money(invoice.subtotal * invoice.tax_rate / 100)
-    invoice.total = _money(invoice.subtotal + invoice.tax)
-    invoice.amount_due = _money(max(0.0, invoice.total - invoice.amount_paid - invoice.amount_credited))
-
-
-def _check_total(name: str, subtotal: float, tax_rate: float) -> None:
-    if subtotal * (1 + tax_rate / 100) > MAX_TOTAL:
-        raise BadRequest(f"argument {name!r}: the invoice total would exceed {MAX_TOTAL:,.0f}")
-
-
-def _positive(name: str, amount: float) -> float:
-    if _money(amount) <= 0:
-        raise BadRequest(f"argument {name!r}: must be at least 0.01")
-    return _money(amount)
-
-
-def _new_invoice(state: InvoicingState, customer: Customer, at: dt.datetime, memo: str, po: str | None) -> Invoice:
-    tax_rate = TAX_BY_COUNTRY.get(customer.country, 0.0)
-    invoice = Invoice(
-        id=state.new_id("inv"),
-        number=f"INV-{state.next_invoice_number}",
-        customer_id=customer.id,
-        company=customer.company,
-        billing_email=customer.billing_email,
-        status="draft",
-        currency=customer.currency,
-        tax_rate=tax_rate,
-        created_at=at,
-        memo=memo,
-        po_number=po,
-    )
-    state.next_invoice_number += 1
-    state.invoices[invoice.id] = invoice
-    return invoice
-
-
-def _finalize(invoice: Invoice, net_terms: int, at: dt.datetime) -> None:
-    invoice.status, invoice.issued_at = "open", at
-    invoice.due_date = at.date() + dt.timedelta(days=net_terms)
-
-
-def _pay(
-    state: InvoicingState, invoice: Invoice, amount: float, method: PaymentMethod, ref: str | None, at: dt.datetime
-) -> Payment:
-    payment = Payment(
-        id=state.new_id("pay"),
-        invoice_id=invoice.id,
-        invoice_number=invoice.number,
-        company=invoice.company,
-        amount=amount,
-        currency=invoice.currency,
-        method=method,
-        reference=ref,
-        received_at=at,
-    )
-    state.payments[payment.id] = payment
-    invoice.amount_paid = _money(invoice.amount_paid + amount)
-    _recompute(invoice)
-    if invoice.amount_due == 0:
-        invoice.status, invoice.paid_at = "paid", at
-    return payment
-
-
-def _credit(state: InvoicingState, invoice: Invoice, amount: float, reason: str, at: dt.datetime) -> CreditNote:
-    note = CreditNote(
-        id=state.new_id("cn"),
-        number=f"CN-{state.next_credit_number}",
-        invoice_id=invoice.id,
-        invoice_number=invoice.number,
-        amount=amount,
-        currency=invoice.currency,
-        reason=reason,
-        created_at=at,
-    )
-    state.next_credit_number += 1
-    state.credit_notes[note.id] = note
-    invoice.amount_credited = _money(invoice.amount_credited + amount)
-    _recompute(invoice)
-    if invoice.amount_due == 0:
-        invoice.status, invoice.paid_at = "paid", at
-    return note
-
-
-def _refund(state: InvoicingState, payment: Payment, amount: float, reason: str, at: dt.datetime) -> Refund:
-    refund = Refund(
-        id=state.new_id("ref"),
-        payment_id=payment.id,
-        invoice_id=payment.invoice_id,
-        amount=amount,
-        currency=payment.currency,
-        reason=reason,
-        created_at=at,
-    )
-    state.refunds[refund.id] = refund
-    payment.amount_refunded = _money(payment.amount_refunded + amount)
-    invoice = state.invoices[payment.invoice_id]
-    invoice.amount_refunded = _money(invoice.amount_refunded + amount)
-    return refund
-
-
-def seed(rng: random.Random, world: Population) -> InvoicingState:
-    state = InvoicingState(clock=world.now)
-    for p in world.products:
-        state.price_list[p.sku] = PriceListItem(sku=p.sku, name=p.name, unit_price=p.unit_price)
-
-    def ago(days: float) -> dt.datetime:
-        return world.now - dt.timedelta(minutes=int(days * 1440))
-
-    def customer(company_id: str, contact_index: int, archived: bool = False) -> Customer:
-        company, contacts = world.company(company_id), world.contacts_of(company_id)
-        contact = contacts[contact_index % len(contacts)]
-        record = Customer(
-            id=state.new_id("cus"),
-            company=company.name,
-            billing_email=contact.email,
-            contact_name=contact.name,
-            currency=company.currency,
-            country=company.country,
-            address=f"{company.address}, {company.city}",
-            net_terms=rng.choice((15, 30, 30, 45, 60)),
-            archived=archived,
-            created_at=ago(rng.randint(200, 700)),
-        )
-        state.customers[record.id] = record
-        return record
-
-    billed = [c for c in world.companies if c.relation in ("customer", "partner", "prospect")]
-    active = [customer(c.id, 0) for c in billed]
-    active += [customer(c.id, 1) for c in billed if c.relation in ("customer", "partner")]
-    stale = [customer(c.id, 2, archived=True) for c in rng.sample(billed, 4)]
-
-    def invoice(cust: Customer, status: str, days: float, reissue_of: Invoice | None = None) -> Invoice:
-        po = f"PO-{rng.randint(10000, 99999)}" if rng.random() < 0.5 else None
-        inv = _new_invoice(state, cust, ago(days), "", po)
-        if reissue_of is not None:
-            inv.lines = [line.model_copy() for line in reissue_of.lines]
-            inv.memo, inv.po_number = f"Re-issue of {reissue_of.number} with corrected billing details.", None
-        for p in rng.sample(list(world.products), rng.randint(1, 3)) if reissue_of is None else []:
-            qty = rng.randint(1, 12) if p.category == "hardware" else rng.randint(1, 3)
-            line = LineItem(sku=p.sku, description=p.name, quantity=qty, unit_price=p.unit_price, amount=0)
-            line.amount = _money(qty * p.unit_price)
-            inv.lines.append(line)
-        _recompute(inv)
-        if status == "draft":
-            return inv
-        _finalize(inv, cust.net_terms, ago(days - 0.1))
-        inv.last_sent_to, inv.times_sent = cust.billing_email, 1
-        if status == "void":
-            inv.status, inv.voided_at = "void", ago(days - 1)
-        elif status == "partial":
-            share = _money(inv.total * rng.choice((0.25, 0.4, 0.5)))
-            _pay(state, inv, share, "bank_transfer", f"RMT-{rng.randint(100000, 999999)}", ago(days - 5))
-        elif status == "paid":
-            first = _money(inv.total / 2) if rng.random() < 0.3 else inv.total
-            _pay(state, inv, first, rng.choice(("bank_transfer", "card", "check")), None, ago(days - 10))
-            if inv.amount_due > 0:
-                _pay(state, inv, inv.amount_due, "bank_transfer", None, ago(days - 20))
-        return inv
-
-    ages = {"draft": (0.5, 6), "open": (3, 110), "partial": (20, 90), "paid": (40, 200), "void": (30, 120)}
-    plan = [(rng.uniform(*ages[s]), rng.choice(active), s) for s in ["draft"] * 6 + ["open"] * 14 + ["partial"] * 4]
-    plan += [(rng.uniform(*ages[s]), rng.choice(active), s) for s in ["paid"] * 16 + ["void"] * 3]
-    plan += [(rng.uniform(250, 400), cust, "paid") for cust in stale]
-    plan += [(rng.uniform(20, 40), cust, "reissued") for cust in rng.sample(active, 2)]
-    for days, cust, status in sorted(plan, key=lambda p: -p[0]):  # numbers grow with time
-        if status == "reissued":  # voided, then re-issued later with the same lines
-            old = invoice(cust, "void", days)
-            invoice(cust, "open", days - rng.uniform(2, 15), reissue_of=old)
-        else:
-            invoice(cust, status, days)
-    paid = [p for p in state.payments.values() if state.invoices[p.invoice_id].status == "paid"]
-    for payment in rng.sample(paid, 3):
-        _refund(state, payment, _money(payment.amount * 0.1), "Damaged unit returned.", ago(3))
-    unpaid = [i for i in state.invoices.values() if i.status == "open" and i.amount_paid == 0]
-    for inv in rng.sample(unpaid, 2):
-        _credit(state, inv, _money(inv.total * 0.05), "Goodwill discount for late delivery.", ago(2))
-    return state
-
+from .models import MAX_TOTAL as MAX_TOTAL
+from .models import TAX_BY_COUNTRY as TAX_BY_COUNTRY
+from .models import (
+    CreditNote,
+    Customer,
+    CustomerId,
+    Invoice,
+    InvoiceId,
+    InvoiceStatus,
+    InvoicingState,
+    LineItem,
+    NetTerms,
+    Payment,
+    PaymentId,
+    PaymentMethod,
+    Refund,
+    _check_total,
+    _credit,
+    _finalize,
+    _money,
+    _new_invoice,
+    _pay,
+    _positive,
+    _recompute,
+    _refund,
+)
+from .models import CreditNoteId as CreditNoteId
+from .models import PriceListItem as PriceListItem
+from .models import RefundId as RefundId
+from .seed import seed
 
 service = Service(
     "invoicing",
