@@ -1,0 +1,57 @@
+"""The simulated services of a spec directory, with their backend, ready to mount or serve."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from servers.framework import Envelope, Service, ServiceState, error
+from worldmodel.engine import Backend, SimState, build_service
+from worldmodel.rules import RulesBackend
+from worldmodel.spec import SPECS_DIR, load_specs
+
+BackendKind = Literal["rules", "llm"]
+
+
+def make_backend(
+    kind: BackendKind = "rules",
+    model: str | None = None,
+    base_url: str | None = None,
+    cache_path: str | Path | None = None,
+    attempts: int = 3,
+) -> Backend:
+    """The ``rules`` backend, or the ``llm`` one for ``model`` at ``base_url`` (OpenAI-compatible)."""
+    if kind == "rules":
+        return RulesBackend()
+    if not model:
+        raise ValueError("the llm backend needs a model name (--model)")
+    from worldmodel.llm import LLMBackend
+
+    return LLMBackend(model, base_url=base_url, cache_path=cache_path, attempts=attempts)
+
+
+def simulated_services(specs: str | Path = SPECS_DIR, backend: Backend | None = None) -> list[Service[SimState]]:
+    """One simulated service per spec file in ``specs``, all sharing ``backend``."""
+    chosen = backend or RulesBackend()
+    return [build_service(spec, chosen) for spec in load_specs(specs)]
+
+
+class SimulatedWorld:
+    """The states of several simulated services, with calls by qualified name ``<service>__<tool>``.
+
+    What ``compoworld worldmodel serve`` runs; inside the hub, simulated services are ordinary
+    services of a hub world instead.
+    """
+
+    def __init__(self, services: list[Service[Any]], seed: int = 0) -> None:
+        self.services = {s.name: s for s in services}
+        self.states: dict[str, ServiceState] = {s.name: s.seed_state(seed) for s in services}
+
+    def call(self, tool: str, arguments: dict[str, Any]) -> Envelope:
+        service, sep, name = tool.partition("__")
+        if not sep or service not in self.services:
+            return error(
+                404,
+                f"unknown tool {tool!r}; tools are named '<service>__<tool>' with services {', '.join(self.services)}",
+            )
+        return self.services[service].call(self.states[service], name, arguments)

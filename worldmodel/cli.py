@@ -1,0 +1,93 @@
+"""``compoworld worldmodel …``: list and serve simulated services from tool specs."""
+
+from __future__ import annotations
+
+import json
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from worldmodel.spec import SPECS_DIR
+
+app = typer.Typer(help="Simulated tools: services that have a spec but no implementation.", no_args_is_help=True)
+err = Console(stderr=True)
+
+
+class BackendOpt(StrEnum):
+    rules = "rules"
+    llm = "llm"
+
+
+class TransportOpt(StrEnum):
+    stdio = "stdio"
+    http = "http"
+
+
+SpecsOpt = Annotated[Path, typer.Option("--specs", help="Directory of JSON tool specs.")]
+
+
+@app.command("list")
+def list_specs(
+    specs: SpecsOpt = SPECS_DIR,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """The simulated services of a spec directory with their tools."""
+    from worldmodel.spec import load_specs
+
+    loaded = load_specs(specs)
+    rows: list[dict[str, str | int]] = [
+        {
+            "name": s.name,
+            "category": s.category,
+            "source": "simulated",
+            "tools": len(s.tools),
+            "read": sum(t.kind == "read" for t in s.tools),
+            "write": sum(t.kind == "write" for t in s.tools),
+        }
+        for s in loaded
+    ]
+    if as_json:
+        print(json.dumps(rows, indent=2))
+        return
+    table = Table(title=f"Simulated services in {specs}")
+    for column in ("service", "category", "tools", "read", "write"):
+        table.add_column(column)
+    for row in rows:
+        table.add_row(*(str(row[k]) for k in ("name", "category", "tools", "read", "write")))
+    Console().print(table)
+
+
+@app.command("serve")
+def serve(
+    specs: SpecsOpt = SPECS_DIR,
+    backend: Annotated[BackendOpt, typer.Option(help="rules (offline, deterministic) or llm.")] = BackendOpt.rules,
+    model: Annotated[str | None, typer.Option(help="Model name for --backend llm.")] = None,
+    base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible base URL (default $OPENAI_BASE_URL).")] = None,
+    cache: Annotated[Path | None, typer.Option(help="JSON file caching llm replies across runs.")] = None,
+    seed: Annotated[int, typer.Option(help="World seed.")] = 0,
+    transport: Annotated[TransportOpt, typer.Option(help="stdio or streamable HTTP.")] = TransportOpt.stdio,
+    host: Annotated[str, typer.Option(help="HTTP bind address.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="HTTP port.")] = 8770,
+) -> None:
+    """Serve every simulated service of a spec directory as one MCP server (tools <service>__<tool>)."""
+    from servers.serving import LIST_TTL_MS, build_server, mcp_tool, serve_http, serve_stdio
+    from worldmodel.catalog import SimulatedWorld, make_backend, simulated_services
+
+    try:
+        chosen = make_backend(backend.value, model=model, base_url=base_url, cache_path=cache)
+    except ValueError as exc:
+        err.print(f"[red]{exc}[/red]")
+        raise typer.Exit(2) from None
+    services = simulated_services(specs, chosen)
+    world = SimulatedWorld(services, seed)
+    tools = [mcp_tool(t, f"{s.name}__{t.name}") for s in services for t in s.tools.values()]
+    server = build_server("compoworld-worldmodel", "1", tools, world.call, list_ttl_ms=LIST_TTL_MS)
+    if transport is TransportOpt.stdio:
+        serve_stdio(server)
+    else:
+        err.print(f"serving {len(services)} simulated services on http://{host}:{port}/mcp")
+        serve_http(server, host=host, port=port)

@@ -1,0 +1,264 @@
+"""Simulated services: a spec plus a backend become a regular ``servers`` service.
+
+Each spec becomes a :class:`~servers.framework.Service` (source ``simulated``) whose state is a
+:class:`SimState` — the records that simulated writes created, by collection — so everything
+the framework does for native services works here too: the envelope boundary, snapshot /
+restore / hash / diff, copy-on-write worlds in the hub, recording, the conformance checker.
+
+A call validates its arguments against the spec's input schema (400 naming the field), applies
+the tool's effect to the simulated state (``create`` stores a record, ``get`` reads one or
+answers 404, ``list`` filters, ``update`` / ``delete`` change one), and asks the backend only for
+the values the state does not already know. Outputs always validate against the spec's output
+schema; arguments echo into same-named output fields, so a forecast for Berlin says Berlin.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+from typing import Any, Protocol
+
+import jsonschema
+from pydantic import TypeAdapter
+
+from servers.framework import BadGateway, BadRequest, NotFound, Service, ServiceState, Tool, envelope_schema
+from servers.population import Population
+from servers.state import canonical_json, stable_hash
+from worldmodel.spec import ServiceSpec, ToolSpec
+
+
+class SimState(ServiceState):
+    """What simulated writes created: ``collections[name][id] = record``; plus the world seed."""
+
+    world_seed: int = 0
+    collections: dict[str, dict[str, dict[str, Any]]] = {}
+
+
+class Backend(Protocol):
+    """Produces a tool's output; the engine keeps it consistent with the simulated state."""
+
+    name: str
+
+    def generate(self, request: GenerateRequest) -> dict[str, Any]: ...
+
+
+class GenerateRequest:
+    """Everything a backend may use to produce one output."""
+
+    def __init__(
+        self,
+        spec: ServiceSpec,
+        tool: ToolSpec,
+        arguments: dict[str, Any],
+        records: list[dict[str, Any]],
+        state: SimState,
+        world: Population,
+        rng_key: str,
+    ) -> None:
+        self.spec = spec
+        self.tool = tool
+        self.arguments = arguments
+        self.records = records
+        self.state = state
+        self.world = world
+        self.rng_key = rng_key
+
+    @property
+    def schema(self) -> dict[str, Any]:
+        return self.tool.output_schema
+
+    def rng(self) -> random.Random:
+        return random.Random(self.rng_key)
+
+    def state_hash(self) -> str:
+        return stable_hash(self.state.collections)
+
+
+def _validator(schema: dict[str, Any]) -> jsonschema.Draft202012Validator:
+    return jsonschema.Draft202012Validator(schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
+
+
+def schema_errors(validator: jsonschema.Draft202012Validator, value: Any) -> list[str]:
+    """Readable validation errors, each naming the field."""
+    out: list[str] = []
+    for err in sorted(validator.iter_errors(value), key=lambda e: [str(p) for p in e.absolute_path]):
+        where = ".".join(str(p) for p in err.absolute_path)
+        if err.validator == "required" and isinstance(err.instance, dict):
+            missing = [k for k in err.validator_value if k not in err.instance]
+            out.extend(f"missing required argument {'.'.join([where, k]) if where else k!r}" for k in missing)
+        elif err.validator == "additionalProperties" and isinstance(err.instance, dict):
+            allowed = set(err.schema.get("properties", {}))
+            out.extend(f"unknown argument {k!r}" for k in err.instance if k not in allowed)
+        else:
+            out.append(f"argument {where or '(top level)'!r}: {err.message}")
+    return list(dict.fromkeys(out))  # jsonschema reports 'required' once per missing key
+
+
+class SpecTool(Tool):
+    """A tool defined by a spec: JSON-schema validation instead of Python annotations."""
+
+    input_validator: jsonschema.Draft202012Validator | None = None
+
+    def validate(self, arguments: dict[str, Any]) -> dict[str, Any] | str:
+        assert self.input_validator is not None
+        problems = schema_errors(self.input_validator, arguments)
+        if problems:
+            return f"invalid arguments for {self.name!r}: " + "; ".join(problems)
+        defaults = {
+            k: copy.deepcopy(p["default"])
+            for k, p in self.input_schema.get("properties", {}).items()
+            if "default" in p and k not in arguments
+        }
+        return {**defaults, **arguments}
+
+
+class Simulator:
+    """Runs the tools of one spec against a :class:`SimState` with a backend."""
+
+    def __init__(self, spec: ServiceSpec, backend: Backend) -> None:
+        self.spec = spec
+        self.backend = backend
+        self.output_validators = {t.name: _validator(t.output_schema) for t in spec.tools}
+
+    def run(self, tool: ToolSpec, state: SimState, arguments: dict[str, Any]) -> dict[str, Any]:
+        effect = tool.effect
+        records = state.collections.get(effect.collection or "", {})
+        world = Population.generate(state.world_seed)
+        key_value = arguments.get(effect.key) if effect.key else None
+        if effect.op in ("get", "update", "delete") and key_value not in records:
+            raise NotFound(
+                f"{effect.collection.rstrip('s') if effect.collection else 'record'} {key_value!r} not found"
+            )
+        if effect.op == "get":
+            context = [records[str(key_value)]]
+        elif effect.op == "list":
+            context = [r for r in records.values() if _matches(r, arguments, tool)]
+        elif effect.op in ("update", "delete"):
+            context = [records[str(key_value)]]
+        else:
+            context = []
+        args_key = canonical_json(arguments)
+        salt = state.seq if effect.op == "create" else ""
+        request = GenerateRequest(
+            self.spec,
+            tool,
+            arguments,
+            context,
+            state,
+            world,
+            rng_key=f"{state.world_seed}:{self.spec.name}:{tool.name}:{args_key}:{salt}",
+        )
+        output = self._complete(tool, self.backend.generate(request), arguments, context, request)
+        return self._apply(tool, state, output, arguments)
+
+    def _complete(
+        self,
+        tool: ToolSpec,
+        output: dict[str, Any],
+        arguments: dict[str, Any],
+        context: list[dict[str, Any]],
+        request: GenerateRequest,
+    ) -> dict[str, Any]:
+        """Overlay what the state and the arguments already fix, then check the output schema."""
+        props = tool.output_schema.get("properties", {})
+        fixed: dict[str, Any] = {}
+        if tool.effect.op in ("get", "update", "delete") and context:
+            fixed.update({k: v for k, v in context[0].items() if k in props})
+        fixed.update({k: v for k, v in arguments.items() if k in props and _fits(props[k], v)})
+        if tool.effect.op in ("update",):
+            fixed.update({k: v for k, v in tool.effect.set.items() if k in props})
+        if tool.effect.op == "list" and tool.effect.items_field:
+            item_schema = props[tool.effect.items_field].get("items", {})
+            item_props = item_schema.get("properties", {})
+            fixed[tool.effect.items_field] = [{k: v for k, v in r.items() if k in item_props} for r in context]
+            for name, prop in props.items():
+                if prop.get("x-semantic-type") == "count":
+                    fixed[name] = len(context)
+        result = {**output, **fixed}
+        problems = schema_errors(self.output_validators[tool.name], result)
+        if problems:
+            raise BadGateway(f"simulated output of {tool.name!r} does not fit its schema: {'; '.join(problems)}")
+        return result
+
+    def _apply(
+        self, tool: ToolSpec, state: SimState, output: dict[str, Any], arguments: dict[str, Any]
+    ) -> dict[str, Any]:
+        effect = tool.effect
+        if effect.op not in ("create", "update", "delete"):
+            return output
+        name = effect.collection or ""
+        collection = self.spec.collections[name]
+        records = dict(state.collections.get(name, {}))
+        if effect.op == "create":
+            state.seq += 1
+            record_id = f"{collection.id_prefix}-{state.seq:05d}"
+            output = {**output, collection.id_field: record_id}
+            records[record_id] = {**{k: v for k, v in arguments.items()}, **output}
+        elif effect.op == "update":
+            record_id = str(arguments[effect.key or ""])
+            changed = {k: v for k, v in arguments.items() if k != effect.key}
+            records[record_id] = {**records[record_id], **changed, **effect.set}
+        else:
+            records.pop(str(arguments[effect.key or ""]))
+        state.collections = {**state.collections, name: records}
+        state.tick()
+        return output
+
+
+def _fits(schema: dict[str, Any], value: Any) -> bool:
+    return not list(_validator(schema).iter_errors(value))
+
+
+def _matches(record: dict[str, Any], arguments: dict[str, Any], tool: ToolSpec) -> bool:
+    """List filters: every argument that names a record field must equal it (text case-insensitively)."""
+    for key, wanted in arguments.items():
+        if key not in record or isinstance(wanted, list | dict):
+            continue
+        have = record[key]
+        if isinstance(have, str) and isinstance(wanted, str):
+            if have.casefold() != wanted.casefold():
+                return False
+        elif have != wanted:
+            return False
+    return True
+
+
+def build_service(spec: ServiceSpec, backend: Backend) -> Service[SimState]:
+    """The spec as a regular service (source ``simulated``) backed by ``backend``."""
+    simulator = Simulator(spec, backend)
+
+    def seed(rng: random.Random, world: Population) -> SimState:
+        return SimState(world_seed=world.seed, clock=world.now)
+
+    service: Service[SimState] = Service(
+        spec.name,
+        version=spec.version,
+        category=spec.category,
+        description=spec.description,
+        state=SimState,
+        seed=seed,
+        source="simulated",
+    )
+    any_adapter: TypeAdapter[Any] = TypeAdapter(Any)
+    for tool_spec in spec.tools:
+
+        def run(state: SimState, _tool: ToolSpec = tool_spec, **arguments: Any) -> dict[str, Any]:
+            if not isinstance(state, SimState):
+                raise BadRequest("simulated tools need a simulated state")
+            return simulator.run(_tool, state, arguments)
+
+        tool = SpecTool(
+            service=spec.name,
+            name=tool_spec.name,
+            kind=tool_spec.kind,
+            description=tool_spec.description,
+            func=run,
+            params=(),
+            result_adapter=any_adapter,
+            input_schema=tool_spec.input_schema,
+            output_schema=envelope_schema(tool_spec.output_schema),
+        )
+        tool.input_validator = _validator(tool_spec.input_schema)
+        tool._names = frozenset(tool_spec.input_schema.get("properties", {}))
+        service.tools[tool_spec.name] = tool
+    return service

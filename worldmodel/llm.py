@@ -1,0 +1,192 @@
+"""The ``llm`` backend: any OpenAI-compatible chat-completions endpoint simulates the tools.
+
+The prompt carries the tool's spec, the arguments, the world's date and the records of the
+simulated state the call is about; the reply is constrained to the tool's output schema
+(``response_format`` with a JSON schema — endpoints that reject it are asked again with plain
+JSON mode). Every reply is parsed and validated; an invalid one is sent back with the
+validation errors for repair, up to ``attempts`` times, after which the call ends in a clear
+error envelope (502). An unreachable endpoint ends in a 503 envelope. Replies are cached by
+(model, service, tool, arguments, state hash), in memory and optionally in a JSON file, so a
+rollout replays identically and costs nothing the second time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import openai
+
+from servers.framework import BadGateway, Unavailable
+from servers.state import canonical_json
+from worldmodel.engine import GenerateRequest, schema_errors
+
+SYSTEM_PROMPT = (
+    "You simulate one tool of a software service for an agent-training environment. "
+    "Given the tool's specification, its arguments and the relevant records of the service's "
+    "state, reply with ONLY the JSON object the tool would return: it must validate against the "
+    "output schema, be plausible and internally consistent, and agree with the given records. "
+    "No prose, no code fences."
+)
+
+
+class LLMBackend:
+    """Simulated tool outputs from a chat-completions model, validated, repaired and cached."""
+
+    name = "llm"
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        attempts: int = 3,
+        timeout_s: float = 60.0,
+        cache_path: str | Path | None = None,
+        json_schema_mode: bool = True,
+    ) -> None:
+        self.model = model
+        self.attempts = attempts
+        self.client = openai.OpenAI(
+            base_url=base_url or os.environ.get("OPENAI_BASE_URL"),
+            api_key=api_key or os.environ.get("OPENAI_API_KEY") or "not-needed",
+            timeout=timeout_s,
+            max_retries=0,  # retries are ours: a repair turn, not a blind resend
+        )
+        self.json_schema_mode = json_schema_mode
+        self.cache_path = Path(cache_path) if cache_path else None
+        self.cache: dict[str, dict[str, Any]] = {}
+        if self.cache_path and self.cache_path.exists():
+            self.cache = json.loads(self.cache_path.read_text())
+        self.hits = 0
+        self.misses = 0
+        self._lock = threading.Lock()
+
+    def cache_key(self, request: GenerateRequest) -> str:
+        material = canonical_json(
+            [self.model, request.spec.name, request.tool.name, request.arguments, request.state_hash()]
+        )
+        return hashlib.sha256(material.encode()).hexdigest()
+
+    def generate(self, request: GenerateRequest) -> dict[str, Any]:
+        key = self.cache_key(request)
+        with self._lock:
+            cached = self.cache.get(key)
+        if cached is not None:
+            self.hits += 1
+            return dict(cached)
+        self.misses += 1
+        output = self._ask(request)
+        with self._lock:
+            self.cache[key] = output
+            if self.cache_path:
+                self.cache_path.write_text(json.dumps(self.cache, sort_keys=True))
+        return dict(output)
+
+    def _messages(self, request: GenerateRequest) -> list[dict[str, Any]]:
+        tool = request.tool
+        payload = {
+            "service": {"name": request.spec.name, "description": request.spec.description},
+            "tool": {
+                "name": tool.name,
+                "description": tool.description,
+                "kind": tool.kind,
+                "input_schema": tool.input_schema,
+                "output_schema": tool.output_schema,
+            },
+            "arguments": request.arguments,
+            "now": request.world.now.isoformat(),
+            "records": request.records[:20],
+        }
+        return [
+            {"role": "system", "content": SYSTEM_PROMPT},
+            {"role": "user", "content": json.dumps(payload, ensure_ascii=False)},
+        ]
+
+    def _complete(self, messages: list[dict[str, Any]], schema: dict[str, Any]) -> str:
+        kwargs: dict[str, Any] = {"model": self.model, "messages": messages, "temperature": 0}
+        if self.json_schema_mode:
+            kwargs["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "tool_output", "schema": schema, "strict": False},
+            }
+        else:
+            kwargs["response_format"] = {"type": "json_object"}
+        try:
+            response = self.client.chat.completions.create(**kwargs)
+        except openai.BadRequestError as exc:
+            if self.json_schema_mode and "response_format" in str(exc):
+                self.json_schema_mode = False  # the endpoint does not do JSON schemas: plain JSON mode
+                return self._complete(messages, schema)
+            raise BadGateway(f"model endpoint rejected the request: {exc}") from None
+        except (openai.APIConnectionError, openai.APITimeoutError) as exc:
+            raise Unavailable(
+                f"model endpoint unreachable ({type(exc).__name__}); the simulated tool cannot answer now"
+            ) from None
+        except openai.APIStatusError as exc:
+            raise Unavailable(f"model endpoint answered HTTP {exc.status_code}") from None
+        choices = response.choices or []
+        return (choices[0].message.content or "") if choices else ""
+
+    def _ask(self, request: GenerateRequest) -> dict[str, Any]:
+        schema = relaxed_schema(request)
+        validator = jsonschema.Draft202012Validator(schema)
+        messages = self._messages(request)
+        problems: list[str] = []
+        for _ in range(self.attempts):
+            text = self._complete(messages, schema)
+            try:
+                value = json.loads(_strip_fences(text))
+            except json.JSONDecodeError as exc:
+                problems = [f"not JSON ({exc.msg} at position {exc.pos})"]
+            else:
+                problems = ["the reply is not a JSON object"] if not isinstance(value, dict) else []
+                problems = problems or schema_errors(validator, value)
+                if not problems:
+                    return value
+            messages = [
+                *messages,
+                {"role": "assistant", "content": text},
+                {
+                    "role": "user",
+                    "content": "That reply is invalid: "
+                    + "; ".join(problems)[:2000]
+                    + ". Reply again with only the corrected JSON object.",
+                },
+            ]
+        raise BadGateway(
+            f"simulated tool {request.tool.name!r} got no valid output from model {self.model!r} after "
+            f"{self.attempts} attempts; last problems: {'; '.join(problems)[:500]}"
+        )
+
+
+def _strip_fences(text: str) -> str:
+    text = text.strip()
+    if text.startswith("```"):
+        text = text.split("\n", 1)[-1].rsplit("```", 1)[0]
+    return text
+
+
+def relaxed_schema(request: GenerateRequest) -> dict[str, Any]:
+    """The output schema minus the fields the engine fills itself (from arguments or state).
+
+    The model is not asked to repeat what is already fixed: a record's id, the items of a
+    listing, fields echoed from the arguments or read from the stored record.
+    """
+    tool = request.tool
+    schema = dict(tool.output_schema)
+    fixed = set(request.arguments) & set(schema.get("properties", {}))
+    if tool.effect.op == "list" and tool.effect.items_field:
+        fixed.add(tool.effect.items_field)
+    if tool.effect.op in ("get", "update", "delete") and request.records:
+        fixed |= set(request.records[0])
+    if tool.effect.op == "create":
+        fixed.add(request.spec.collections[tool.effect.collection or ""].id_field)
+    schema["properties"] = {k: v for k, v in schema.get("properties", {}).items() if k not in fixed}
+    schema["required"] = [k for k in schema.get("required", []) if k not in fixed]
+    return schema
