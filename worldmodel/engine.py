@@ -78,19 +78,19 @@ def _validator(schema: dict[str, Any]) -> jsonschema.Draft202012Validator:
     return jsonschema.Draft202012Validator(schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
 
 
-def schema_errors(validator: jsonschema.Draft202012Validator, value: Any) -> list[str]:
-    """Readable validation errors, each naming the field."""
+def schema_errors(validator: jsonschema.Draft202012Validator, value: Any, noun: str = "field") -> list[str]:
+    """Readable validation errors, each naming the argument or field."""
     out: list[str] = []
     for err in sorted(validator.iter_errors(value), key=lambda e: [str(p) for p in e.absolute_path]):
         where = ".".join(str(p) for p in err.absolute_path)
         if err.validator == "required" and isinstance(err.instance, dict):
             missing = [k for k in err.validator_value if k not in err.instance]
-            out.extend(f"missing required argument {'.'.join([where, k]) if where else k!r}" for k in missing)
+            out.extend(f"missing required {noun} {'.'.join([where, k]) if where else k!r}" for k in missing)
         elif err.validator == "additionalProperties" and isinstance(err.instance, dict):
             allowed = set(err.schema.get("properties", {}))
-            out.extend(f"unknown argument {k!r}" for k in err.instance if k not in allowed)
+            out.extend(f"unknown {noun} {k!r}" for k in err.instance if k not in allowed)
         else:
-            out.append(f"argument {where or '(top level)'!r}: {err.message}")
+            out.append(f"{noun} {where or '(top level)'!r}: {err.message}")
     return list(dict.fromkeys(out))  # jsonschema reports 'required' once per missing key
 
 
@@ -101,7 +101,7 @@ class SpecTool(Tool):
 
     def validate(self, arguments: dict[str, Any]) -> dict[str, Any] | str:
         assert self.input_validator is not None
-        problems = schema_errors(self.input_validator, arguments)
+        problems = schema_errors(self.input_validator, arguments, noun="argument")
         if problems:
             return f"invalid arguments for {self.name!r}: " + "; ".join(problems)
         defaults = {
@@ -167,6 +167,9 @@ class Simulator:
         fixed.update({k: v for k, v in arguments.items() if k in props and _fits(props[k], v)})
         if tool.effect.op in ("update",):
             fixed.update({k: v for k, v in tool.effect.set.items() if k in props})
+        if tool.effect.op == "create":
+            collection = self.spec.collections[tool.effect.collection or ""]
+            fixed[collection.id_field] = f"{collection.id_prefix}-{request.state.seq + 1:05d}"
         if tool.effect.op == "list" and tool.effect.items_field:
             item_schema = props[tool.effect.items_field].get("items", {})
             item_props = item_schema.get("properties", {})
@@ -190,10 +193,8 @@ class Simulator:
         collection = self.spec.collections[name]
         records = dict(state.collections.get(name, {}))
         if effect.op == "create":
-            state.seq += 1
-            record_id = f"{collection.id_prefix}-{state.seq:05d}"
-            output = {**output, collection.id_field: record_id}
-            records[record_id] = {**{k: v for k, v in arguments.items()}, **output}
+            state.seq += 1  # the id in the output was drawn as seq + 1
+            records[str(output[collection.id_field])] = {**arguments, **output}
         elif effect.op == "update":
             record_id = str(arguments[effect.key or ""])
             changed = {k: v for k, v in arguments.items() if k != effect.key}
