@@ -34,20 +34,41 @@ ServicesOpt = Annotated[
     str | None, typer.Option("--services", help="Comma-separated services to mount (default: all native ones).")
 ]
 ConfigOpt = Annotated[Path | None, typer.Option("--config", help="Hub config (TOML) with [[external]] servers.")]
+WorldModelOpt = Annotated[
+    bool, typer.Option("--worldmodel", help="Also mount the simulated services of the world model.")
+]
+SpecsOpt = Annotated[Path | None, typer.Option("--specs", help="Spec directory for --worldmodel (default: built in).")]
 
 
-def build_hub(services: str | None, config: Path | None) -> tuple[Hub, list[str] | None]:
-    """The hub for the CLI: native services (all, or the chosen ones) plus configured externals."""
+def build_hub(
+    services: str | None, config: Path | None, worldmodel: bool = False, specs: Path | None = None
+) -> tuple[Hub, list[str] | None]:
+    """The hub for the CLI: native services (all, or the chosen ones), simulated ones, externals."""
     from hub.external import external_entry, load_config
+    from hub.registry import ServiceEntry, native_entry
 
     natives = all_services()
     chosen = [s.strip() for s in services.split(",") if s.strip()] if services else None
-    extra = []
+    extra: list[ServiceEntry] = []
+    simulated: dict[str, object] = {}
     if config is not None:
         loaded = load_config(config)
         chosen = chosen or loaded["services"]
         extra = [external_entry(c) for c in loaded["external"]]
-    external_names = {e.name for e in extra}
+        simulated = loaded.get("worldmodel") or {}
+    if worldmodel or simulated:
+        from worldmodel.catalog import make_backend, simulated_services
+        from worldmodel.spec import SPECS_DIR
+
+        backend = make_backend(
+            str(simulated.get("backend", "rules")),  # type: ignore[arg-type]
+            model=simulated.get("model"),  # type: ignore[arg-type]
+            base_url=simulated.get("base_url"),  # type: ignore[arg-type]
+            cache_path=simulated.get("cache"),  # type: ignore[arg-type]
+        )
+        directory = specs or simulated.get("specs") or SPECS_DIR
+        extra += [native_entry(s) for s in simulated_services(directory, backend)]  # type: ignore[arg-type]
+    external_names = {e.name for e in extra}  # externals and simulated services
     if chosen is not None:
         unknown = [n for n in chosen if n not in natives and n not in external_names]
         if unknown:
@@ -68,6 +89,8 @@ def serve(
     transport: Annotated[TransportOpt, typer.Option(help="stdio (one world) or streamable HTTP.")] = TransportOpt.stdio,
     seed: Annotated[int, typer.Option(help="World seed of the initial world.")] = 0,
     config: ConfigOpt = None,
+    worldmodel: WorldModelOpt = False,
+    specs: SpecsOpt = None,
     host: Annotated[str, typer.Option(help="HTTP bind address.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="HTTP port.")] = 8760,
     token: Annotated[
@@ -78,7 +101,7 @@ def serve(
     ] = None,
 ) -> None:
     """Serve one world over stdio, or many worlds over HTTP (an initial one is opened)."""
-    hub, mounted = build_hub(None if all_ else services, config)
+    hub, mounted = build_hub(None if all_ else services, config, worldmodel, specs)
     world = hub.open_world(services=mounted, seed=seed, world_id="default")
     if transport is TransportOpt.stdio:
         from hub.surfaces import world_server
@@ -102,10 +125,12 @@ def serve(
 def info(
     services: ServicesOpt = None,
     config: ConfigOpt = None,
+    worldmodel: WorldModelOpt = False,
+    specs: SpecsOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Services, tool counts and sources of the hub."""
-    hub, _ = build_hub(services, config)
+    hub, _ = build_hub(services, config, worldmodel, specs)
     data: dict[str, Any] = hub.info()
     if as_json:
         json.dump(data, sys.stdout, indent=2)

@@ -53,7 +53,11 @@ class ExternalConfig:
 
 
 def load_config(path: str | Path) -> dict[str, Any]:
-    """Read a hub config file: ``{"services": [...] | None, "external": [ExternalConfig, ...]}``."""
+    """Read a hub config file: ``{"services": [...] | None, "external": [ExternalConfig, ...], "worldmodel": {...}}``.
+
+    ``[worldmodel]`` mounts simulated services: ``specs`` (a directory), ``backend`` (rules | llm),
+    ``model``, ``base_url`` and ``cache`` for the llm backend.
+    """
     data = tomllib.loads(Path(path).read_text())
     hub = data.get("hub", {})
     externals = []
@@ -71,7 +75,12 @@ def load_config(path: str | Path) -> dict[str, Any]:
         if unknown:
             raise ValueError(f"{path}: unknown key(s) {sorted(unknown)} in external server {raw.get('name')!r}")
         externals.append(ExternalConfig(**{**raw, "command": tuple(raw.get("command", ()))}))
-    return {"services": hub.get("services"), "external": externals}
+    worldmodel = data.get("worldmodel")
+    if worldmodel is not None:
+        unknown = set(worldmodel) - {"specs", "backend", "model", "base_url", "cache"}
+        if unknown:
+            raise ValueError(f"{path}: unknown key(s) {sorted(unknown)} in [worldmodel]")
+    return {"services": hub.get("services"), "external": externals, "worldmodel": worldmodel}
 
 
 class _Loop:

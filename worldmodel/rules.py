@@ -105,17 +105,67 @@ def _from_class(items: Any, rng: random.Random) -> str:
 
 
 FUTURE_HINTS = ("estimated", "expected", "due", "expir", "depart", "arriv", "next", "until", "end", "scheduled")
-PAST_HINTS = ("created", "last", "issued", "since", "start", "published", "updated", "ordered", "filed", "as_of")
+RECENT_HINTS = ("updated", "last", "as_of", "observed", "current")
+PAST_HINTS = ("created", "issued", "since", "start", "published", "ordered", "filed", "born", "founded")
+START_HINTS = ("depart", "start", "begin", "check_in", "from", "open")
+END_HINTS = ("arriv", "end", "finish", "check_out", "until", "close")
+TIME_ZONES = (
+    "America/New_York",
+    "America/Chicago",
+    "America/Los_Angeles",
+    "Europe/London",
+    "Europe/Berlin",
+    "Europe/Paris",
+    "Asia/Tokyo",
+    "Asia/Singapore",
+    "Australia/Sydney",
+)
 
 
-def _day_range(name: str) -> tuple[int, int]:
-    """Days around the world clock a date field plausibly falls in, judged by its name."""
+def _day_range(name: str, anchored: bool) -> tuple[int, int]:
+    """Days around the clock (or the date the caller asked about) a date field plausibly falls in."""
     lowered = name.lower()
+    if anchored:
+        return 0, 1
+    if any(h in lowered for h in RECENT_HINTS):
+        return -2, 0
     if any(h in lowered for h in FUTURE_HINTS):
         return 1, 45
     if any(h in lowered for h in PAST_HINTS):
         return -60, 0
     return -20, 30
+
+
+class Draw:
+    """What one synthesis knows beyond the schema: creating or not, a date anchor, the arguments."""
+
+    def __init__(self, fresh: bool = False, anchor: dt.datetime | None = None, echo: dict[str, Any] | None = None):
+        self.fresh = fresh
+        self.anchor = anchor
+        self.echo = echo or {}
+
+
+def _same_kind(a: Any, b: Any) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool)
+    return (isinstance(a, int | float) and isinstance(b, int | float)) or type(a) is type(b)
+
+
+def _order_times(record: dict[str, Any], rng: random.Random) -> None:
+    """An end-like time (arrival, end) never precedes its start-like sibling (departure, start)."""
+    starts = [k for k in record if isinstance(record[k], str) and any(h in k for h in START_HINTS)]
+    ends = [k for k in record if isinstance(record[k], str) and any(h in k for h in END_HINTS)]
+    for start in starts:
+        for end in ends:
+            try:
+                begin = dt.datetime.fromisoformat(record[start].replace("Z", "+00:00"))
+                finish = dt.datetime.fromisoformat(record[end].replace("Z", "+00:00"))
+            except ValueError:
+                continue
+            if finish <= begin:
+                fixed = begin + dt.timedelta(minutes=15 * rng.randint(4, 48))
+                text = fixed.isoformat().replace("+00:00", "Z") if "T" in record[end] else fixed.date().isoformat()
+                record[end] = text
 
 
 class Synthesizer:
@@ -146,26 +196,28 @@ class Synthesizer:
             "search_query": lambda r: " ".join(r.choice(WORDS) for _ in range(2)),
             "reference_code": lambda r: f"REF-{r.randint(10000, 99999)}",
             "tag": lambda r: r.choice(WORDS),
+            "time_zone": lambda r: r.choice(TIME_ZONES),
         }
 
-    def value(self, schema: dict[str, Any], rng: random.Random, name: str = "", fresh: bool = False) -> Any:
+    def value(self, schema: dict[str, Any], rng: random.Random, name: str = "", draw: Draw | None = None) -> Any:
         """A value valid for ``schema`` (a JSON-schema fragment).
 
-        ``fresh`` marks a record being created: a closed set then takes its first value (specs list
+        With ``draw.fresh`` (a record being created) a closed set takes its first value (specs list
         the initial status first), so a new booking is ``confirmed``, not ``cancelled``.
         """
+        draw = draw or Draw()
         if "const" in schema:
             return schema["const"]
         if "enum" in schema:
-            return schema["enum"][0] if fresh else rng.choice(schema["enum"])
+            return schema["enum"][0] if draw.fresh else rng.choice(schema["enum"])
         if "anyOf" in schema or "oneOf" in schema:
             branches = [b for b in schema.get("anyOf", schema.get("oneOf", [])) if b.get("type") != "null"]
-            return self.value(branches[0], rng, name) if branches else None
+            return self.value(branches[0], rng, name, draw) if branches else None
         kind = schema.get("type")
         if isinstance(kind, list):
             kind = next((k for k in kind if k != "null"), "string")
         if kind == "object":
-            return self.record(schema, rng)
+            return self.record(schema, rng, draw)
         if kind == "array":
             items = schema.get("items", {"type": "string"})
             if SEMANTIC_KEY not in items and SEMANTIC_KEY in schema:
@@ -173,7 +225,7 @@ class Synthesizer:
             low = int(schema.get("minItems", 1))
             high = int(schema.get("maxItems", max(low, 4)))
             count = rng.randint(low, max(low, min(high, low + 4)))
-            values = [self.value(items, rng, name) for _ in range(count)]
+            values = [self.value(items, rng, name, draw) for _ in range(count)]
             if schema.get("uniqueItems"):
                 values = list(dict.fromkeys(values)) if all(isinstance(v, str | int) for v in values) else values
             return values
@@ -181,10 +233,18 @@ class Synthesizer:
             return rng.random() < 0.5
         if kind in ("integer", "number"):
             return self._number(schema, rng, kind == "integer")
-        return self._string(schema, rng, name)
+        return self._string(schema, rng, name, draw)
 
-    def record(self, schema: dict[str, Any], rng: random.Random, fresh: bool = False) -> dict[str, Any]:
-        return {key: self.value(prop, rng, key, fresh) for key, prop in schema.get("properties", {}).items()}
+    def record(self, schema: dict[str, Any], rng: random.Random, draw: Draw | None = None) -> dict[str, Any]:
+        """A record for an object schema; same-named arguments echo in, times come in order."""
+        draw = draw or Draw()
+        out = {key: self.value(prop, rng, key, draw) for key, prop in schema.get("properties", {}).items()}
+        for key, value in out.items():
+            wanted = draw.echo.get(key)
+            if wanted is not None and _same_kind(wanted, value) and "enum" not in schema["properties"][key]:
+                out[key] = wanted
+        _order_times(out, rng)
+        return out
 
     def _number(self, schema: dict[str, Any], rng: random.Random, integer: bool) -> int | float:
         low = schema.get("minimum", schema.get("exclusiveMinimum", 0))
@@ -197,12 +257,12 @@ class Synthesizer:
             return rng.randint(int(low), int(max(low, high)))
         return round(rng.uniform(float(low), float(max(low, high))), 2)
 
-    def _string(self, schema: dict[str, Any], rng: random.Random, name: str) -> str:
+    def _string(self, schema: dict[str, Any], rng: random.Random, name: str, draw: Draw) -> str:
         semantic = schema.get(SEMANTIC_KEY, "")
         fmt = schema.get("format")
-        now = self.world.now
+        now = draw.anchor or self.world.now
         if semantic in ("date", "date_time") or fmt in ("date", "date-time"):
-            low, high = _day_range(name)
+            low, high = _day_range(name, draw.anchor is not None)
             moment = now + dt.timedelta(minutes=15 * rng.randint(low * 96, high * 96))
             if semantic == "date" or fmt == "date":
                 return moment.date().isoformat()
@@ -235,4 +295,17 @@ class RulesBackend:
         synthesizer = self._synthesizers.get(seed)
         if synthesizer is None:
             synthesizer = self._synthesizers[seed] = Synthesizer(request.world)
-        return synthesizer.record(request.schema, request.rng(), fresh=request.tool.effect.op == "create")
+        draw = Draw(request.tool.effect.op == "create", _anchor(request.arguments), request.arguments)
+        return synthesizer.record(request.schema, request.rng(), draw)
+
+
+def _anchor(arguments: dict[str, Any]) -> dt.datetime | None:
+    """The first date the caller asked about (a forecast for the 10th is about the 10th)."""
+    for value in arguments.values():
+        if isinstance(value, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}([T ].*)?", value):
+            try:
+                moment = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+            except ValueError:
+                continue
+            return moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)
+    return None

@@ -23,7 +23,7 @@ class ScriptedOpenAI:
         owner = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+            def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 owner.requests.append(body)
                 reply = owner.replies.pop(0) if owner.replies else "{}"
@@ -31,15 +31,19 @@ class ScriptedOpenAI:
                     payload = {"error": {"message": "response_format json_schema is not supported", "type": "invalid"}}
                     self._send(reply, payload)
                     return
-                self._send(200, {
-                    "id": f"chatcmpl-{len(owner.requests)}",
-                    "object": "chat.completion",
-                    "created": 0,
-                    "model": body.get("model", "scripted"),
-                    "choices": [{"index": 0, "finish_reason": "stop",
-                                 "message": {"role": "assistant", "content": reply}}],
-                    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-                })
+                self._send(
+                    200,
+                    {
+                        "id": f"chatcmpl-{len(owner.requests)}",
+                        "object": "chat.completion",
+                        "created": 0,
+                        "model": body.get("model", "scripted"),
+                        "choices": [
+                            {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": reply}}
+                        ],
+                        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+                    },
+                )
 
             def _send(self, status: int, payload: dict[str, Any]) -> None:
                 data = json.dumps(payload).encode()

@@ -43,7 +43,10 @@ def test_schema_violating_reply_is_repaired_by_retry(openai_server: ScriptedOpen
     service, _ = _service(openai_server)
     openai_server.replies = [json.dumps({"price": "cheap", "currency": "euro", "days": 0}), GOOD_RATES]
     envelope = service.call(service.seed_state(0), "get_rates", {"destination_city": "Paris", "weight_kg": 1})
-    assert envelope == {"success": True, "data": {"destination_city": "Paris", "price": 9.9, "currency": "EUR", "days": 2}}
+    assert envelope == {
+        "success": True,
+        "data": {"destination_city": "Paris", "price": 9.9, "currency": "EUR", "days": 2},
+    }
     assert len(openai_server.requests) == 2
     repair = openai_server.requests[1]["messages"][-1]["content"]
     assert "invalid" in repair and "price" in repair

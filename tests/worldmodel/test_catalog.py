@@ -1,0 +1,128 @@
+"""The spec catalog: valid specs, conforming simulated services, outputs that look like their types."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import random
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from servers.conformance import check_service
+from servers.population import Population
+from servers.types import SEMANTIC_KEY
+from worldmodel.catalog import simulated_services
+from worldmodel.rules import Synthesizer, from_pattern
+from worldmodel.spec import SPECS_DIR, ServiceSpec, load_spec, load_specs
+
+SERVICES = simulated_services()
+WORLD = Population.generate(0)
+LOOKS_LIKE: dict[str, Callable[[Any], bool]] = {
+    "email_address": lambda v: re.fullmatch(r"[^@\s]+@[^@\s]+\.[a-z]+", v) is not None,
+    "date": lambda v: dt.date.fromisoformat(v) is not None,
+    "date_time": lambda v: dt.datetime.fromisoformat(v.replace("Z", "+00:00")).tzinfo is not None,
+    "url": lambda v: v.startswith(("http://", "https://")),
+    "currency_code": lambda v: re.fullmatch(r"[A-Z]{3}", v) is not None,
+    "country_code": lambda v: re.fullmatch(r"[A-Z]{2}", v) is not None,
+    "phone_number": lambda v: re.fullmatch(r"\+[1-9][0-9]{6,14}", v) is not None,
+    "person_name": lambda v: v in {p.name for p in WORLD.people},
+    "company_name": lambda v: v in {c.name for c in WORLD.companies},
+    "money_amount": lambda v: isinstance(v, int | float) and v >= 0,
+}
+
+
+def test_catalog_has_at_least_ten_services_of_three_to_ten_tools() -> None:
+    specs = load_specs()
+    assert len(specs) >= 10
+    assert all(3 <= len(s.tools) <= 10 for s in specs), [(s.name, len(s.tools)) for s in specs]
+    assert any(t.effect.op == "create" for s in specs for t in s.tools)
+
+
+@pytest.mark.parametrize("service", SERVICES, ids=lambda s: s.name)
+def test_simulated_service_conforms(service: Any) -> None:
+    report = check_service(service, examples=8)
+    assert report.ok, str(report)
+
+
+def _walk(schema: dict[str, Any], value: Any, found: list[tuple[str, Any]]) -> None:
+    if isinstance(value, dict):
+        for key, prop in schema.get("properties", {}).items():
+            if key in value:
+                _walk(prop, value[key], found)
+    elif isinstance(value, list):
+        for item in value:
+            _walk(
+                schema.get("items", {}) | ({SEMANTIC_KEY: schema[SEMANTIC_KEY]} if SEMANTIC_KEY in schema else {}),
+                item,
+                found,
+            )
+    elif SEMANTIC_KEY in schema and value is not None:
+        found.append((schema[SEMANTIC_KEY], value))
+
+
+@pytest.mark.parametrize("service", SERVICES, ids=lambda s: s.name)
+def test_rules_outputs_look_like_their_semantic_types(service: Any) -> None:
+    synthesizer = Synthesizer(WORLD)
+    state = service.seed_state(0)
+    checked = 0
+    for name, tool in service.tools.items():
+        for attempt in range(3):
+            args = synthesizer.record(tool.input_schema, random.Random(f"{name}:{attempt}"))
+            envelope = service.call(state, name, args)
+            if not envelope["success"]:
+                continue
+            values: list[tuple[str, Any]] = []
+            _walk(tool.output_schema["properties"]["data"], envelope["data"], values)
+            for kind, value in values:
+                if kind in LOOKS_LIKE and not (kind in ("person_name", "company_name") and value in args.values()):
+                    assert LOOKS_LIKE[kind](value), f"{service.name}.{name}: {kind} {value!r}"
+                    checked += 1
+    assert checked > 0
+
+
+def test_invalid_specs_are_rejected_with_the_tool_and_field(tmp_path: Path) -> None:
+    spec = json.loads(next(SPECS_DIR.glob("*.json")).read_text())
+    tool = spec["tools"][0]
+    first = next(iter(tool["input_schema"]["properties"]))
+    del tool["input_schema"]["properties"][first][SEMANTIC_KEY]
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(spec))
+    with pytest.raises(ValueError, match=rf"{tool['name']}: input_schema {first} has no x-semantic-type"):
+        load_spec(path)
+
+
+def test_effects_must_name_known_collections() -> None:
+    with pytest.raises(ValueError, match="unknown collection 'ghosts'"):
+        ServiceSpec.model_validate(
+            {
+                "name": "haunted",
+                "category": "x",
+                "description": "x",
+                "tools": [
+                    {
+                        "name": "get_ghost",
+                        "kind": "read",
+                        "description": "x",
+                        "input_schema": {
+                            "type": "object",
+                            "properties": {
+                                "ghost_id": {"type": "string", "description": "x", SEMANTIC_KEY: "haunted.ghost_id"}
+                            },
+                        },
+                        "output_schema": {"type": "object", "properties": {}},
+                        "effect": {"op": "get", "collection": "ghosts", "key": "ghost_id"},
+                    }
+                ],
+            }
+        )
+
+
+def test_pattern_generator_matches_its_pattern() -> None:
+    rng = random.Random(1)
+    for pattern in (r"^[A-Z]{3}$", r"^[A-Z]{2}[0-9]{1,4}$", r"^(GET|POST)/[a-z]+$", r"^\d{3}-\d{2}$"):
+        for _ in range(20):
+            assert re.fullmatch(pattern.strip("^$"), from_pattern(pattern, rng))
