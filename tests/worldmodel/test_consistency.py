@@ -105,3 +105,14 @@ def test_worldmodel_serve_over_stdio_agrees() -> None:
             _agree(*await _create_then_read(client))
 
     anyio.run(main)
+
+
+@pytest.mark.slow
+def test_worldmodel_serve_over_streamable_http_agrees(cli_server: Any) -> None:
+    port = cli_server("worldmodel", "serve", "--specs", str(SPECS), "--transport", "http")
+
+    async def main() -> None:
+        async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+            _agree(*await _create_then_read(client))
+
+    anyio.run(main)
