@@ -2,8 +2,10 @@
 
 A rubric is data, never code: each criterion names a check that one small checker evaluates.
 
-- ``record``: a record in ``service``'s ``collection`` whose fields equal ``match`` exists
-  (``expect="exists"``) or does not (``expect="absent"``). ``collection`` is a top-level field of the
+- ``record``: a record in ``service``'s ``collection`` whose fields equal ``match`` (and whose text
+  fields contain the values of ``contains``) exists (``expect="exists"``), was created during the
+  episode (``expect="created"``: present now, absent from the initial world) or does not exist
+  (``expect="absent"``). ``collection`` is a top-level field of the
   service state holding records by id (``messages``, ``deals``…); ``match`` values compare by
   equality, except that a list field *contains* a scalar match value (``to`` contains an address)
   and strings compare case-insensitively when ``casefold`` is set.
@@ -42,7 +44,8 @@ class RecordCriterion(_Criterion):
     service: str
     collection: str
     match: dict[str, Any]
-    expect: Literal["exists", "absent"] = "exists"
+    contains: dict[str, str] = Field(default_factory=dict, description="Text fields that must contain a value.")
+    expect: Literal["exists", "absent", "created"] = "exists"
     casefold: bool = True
 
 
@@ -107,8 +110,12 @@ def _same(actual: Any, expected: Any, casefold: bool) -> bool:
 
 
 def _records(state: Mapping[str, Any] | None, collection: str) -> dict[str, Any]:
-    records = (state or {}).get(collection)
-    return records if isinstance(records, dict) else {}
+    """The records of ``collection``: a top-level state field, or a ``/`` path for nested ones
+    (simulated services keep theirs under ``collections/<name>``)."""
+    node: Any = state or {}
+    for part in collection.split("/"):
+        node = node.get(part) if isinstance(node, Mapping) else None
+    return node if isinstance(node, dict) else {}
 
 
 def check(
@@ -127,7 +134,10 @@ def check(
             if isinstance(rec, dict)
             and all(k in rec and _same(rec[k], v, criterion.casefold) for k, v in criterion.match.items())
         ]
-        passed = bool(hits) if criterion.expect == "exists" else not hits
+        if criterion.expect == "created":  # only records that were not there at the start count
+            existing = _records(initial.get(criterion.service), criterion.collection)
+            hits = [rid for rid in hits if rid not in existing]
+        passed = not hits if criterion.expect == "absent" else bool(hits)
         detail = f"{len(hits)} matching record(s) in {criterion.service}.{criterion.collection}"
     elif isinstance(criterion, UnchangedCriterion):
         before = _records(initial.get(criterion.service), criterion.collection).get(criterion.record_id)

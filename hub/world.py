@@ -204,6 +204,12 @@ class World:
         with self._lock:
             self._slots = fresh
 
+    def restore_service(self, service: str, state: Mapping[str, Any]) -> None:
+        """Put one service back to ``state`` (its snapshot), leaving the others as they are."""
+        slot = self._slots[service]
+        with self._lock:
+            self._slots[service] = ServiceSlot(slot.service, None, dict(state), owned=True)
+
     def reset(self) -> None:
         """Back to the seeded initial state (copy-on-write from the hub's cache)."""
         if self.seed is None:

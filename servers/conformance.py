@@ -37,6 +37,7 @@ from hypothesis_jsonschema import from_schema
 from servers.framework import Service, Tool
 from servers.state import snapshot, stable_hash
 from servers.types import semantic_of
+from servers.values import state_values
 
 UNKNOWN_ID = "zz-unknown-0000"
 WRONG_TYPED: dict[str, Any] = {
@@ -130,41 +131,6 @@ def untyped_fields(schema: dict[str, Any], defs: dict[str, Any], path: str, seen
             elif semantic_of(prop) is None:
                 missing.append(f"{where} (no semantic type)")
     return missing
-
-
-def state_values(service: Service[Any], state: Any) -> dict[str, list[Any]]:
-    """Every value found in ``state`` grouped by semantic type (ids, emails, names, ...)."""
-    model_schema = type(state).model_json_schema()
-    defs = model_schema.get("$defs", {})
-    found: dict[str, list[Any]] = {}
-
-    def walk(schema: dict[str, Any], value: Any) -> None:
-        schema = _resolve(schema, defs)
-        kind = semantic_of(schema) if "properties" not in schema else None
-        if kind and isinstance(value, str | int | float) and not isinstance(value, bool):
-            bucket = found.setdefault(kind, [])
-            if value not in bucket:
-                bucket.append(value)
-        if isinstance(value, dict):
-            if "properties" in schema:
-                for key, sub in value.items():
-                    if key in schema["properties"]:
-                        walk(schema["properties"][key], sub)
-            elif isinstance(schema.get("additionalProperties"), dict):
-                for sub in value.values():
-                    walk(schema["additionalProperties"], sub)
-            for branch in schema.get("anyOf", []):
-                walk(branch, value)
-        elif isinstance(value, list) and isinstance(schema.get("items"), dict):
-            for sub in value:
-                walk(schema["items"], sub)
-        elif "anyOf" in schema:
-            for branch in schema["anyOf"]:
-                if branch.get("type") != "null":
-                    walk(branch, value)
-
-    walk(model_schema, snapshot(state))
-    return found
 
 
 # ---------------------------------------------------------------------------------------------

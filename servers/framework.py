@@ -275,6 +275,7 @@ class Param:
     adapter: TypeAdapter[Any]
     required: bool
     default: Any = None
+    iso: bool = False  # a date or date-time: numbers are refused, not read as Unix timestamps
 
 
 @dataclass
@@ -305,6 +306,9 @@ class Tool:
         values: dict[str, Any] = {}
         for param in self.params:
             if param.name in arguments:
+                if param.iso and _has_number(arguments[param.name]):
+                    problems.append(f"argument {param.name!r}: expected ISO 8601 text, not a number")
+                    continue
                 try:
                     values[param.name] = param.adapter.validate_python(arguments[param.name])
                 except ValidationError as exc:
@@ -336,6 +340,20 @@ class Tool:
         if isinstance(result, BaseModel):
             return ok(result.model_dump(mode="json"))
         return ok(self.result_adapter.dump_python(result, mode="json"))
+
+
+def _has_number(value: Any) -> bool:
+    if isinstance(value, list):
+        return any(_has_number(v) for v in value)
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _is_iso(schema: dict[str, Any]) -> bool:
+    """Whether a parameter schema is (a list of / an optional) date or date-time."""
+    if schema.get("format") in ("date", "date-time"):
+        return True
+    items = schema.get("items")
+    return (isinstance(items, dict) and _is_iso(items)) or any(_is_iso(b) for b in schema.get("anyOf", []))
 
 
 def _describe_errors(name: str, exc: ValidationError) -> list[str]:
@@ -397,7 +415,7 @@ def _build_tool(service: str, func: Callable[..., Any], kind: ToolKind) -> Tool:
             raise TypeError(f"parameter {name!r} of {service}.{func.__name__} needs a type annotation")
         validator, schema, _ = adapter(hints[name])
         required = default is inspect.Parameter.empty
-        specs.append(Param(name, validator, required, None if required else default))
+        specs.append(Param(name, validator, required, None if required else default, _is_iso(schema)))
         prop = dict(schema)
         defs.update(prop.pop("$defs", {}))
         if name in param_docs:

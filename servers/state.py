@@ -47,16 +47,21 @@ def diff(before: Any, after: Any, path: str = "") -> list[Change]:
     Objects are compared key by key; lists of equal length element by element; anything else
     (scalars, lists whose length changed) as a whole value.
     """
+    if before is after:  # copy-on-write states share unchanged snapshots: nothing to compare
+        return []
     if isinstance(before, dict) and isinstance(after, dict):
         changes: list[Change] = []
         for key in sorted(before.keys() | after.keys()):
-            sub = f"{path}/{_escape(str(key))}"
             if key not in after:
-                changes.append(Change(op="remove", path=sub, before=before[key]))
+                changes.append(Change(op="remove", path=f"{path}/{_escape(str(key))}", before=before[key]))
             elif key not in before:
-                changes.append(Change(op="add", path=sub, after=after[key]))
+                changes.append(Change(op="add", path=f"{path}/{_escape(str(key))}", after=after[key]))
             else:
-                changes.extend(diff(before[key], after[key], sub))
+                old, new = before[key], after[key]
+                # Equal subtrees are skipped with one C-level comparison instead of a Python walk.
+                if old is new or (type(old) is type(new) and isinstance(old, dict | list) and old == new):
+                    continue
+                changes.extend(diff(old, new, f"{path}/{_escape(str(key))}"))
         return changes
     if isinstance(before, list) and isinstance(after, list) and len(before) == len(after):
         changes = []

@@ -1,12 +1,16 @@
-"""Shared fixtures: free ports and MCP server subprocesses."""
+"""Shared fixtures: free ports, MCP server subprocesses, a scripted OpenAI-compatible server."""
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 import pytest
 
@@ -54,3 +58,62 @@ def cli_server() -> Iterator[object]:
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+class ScriptedOpenAI:
+    """A real HTTP server speaking /v1/chat/completions; replies come from a script, in order."""
+
+    def __init__(self) -> None:
+        self.replies: list[Any] = []  # str content, or an int HTTP status to answer with
+        self.requests: list[dict[str, Any]] = []
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                owner.requests.append(body)
+                reply = owner.replies.pop(0) if owner.replies else "{}"
+                if isinstance(reply, int):
+                    payload = {"error": {"message": "response_format json_schema is not supported", "type": "invalid"}}
+                    self._send(reply, payload)
+                    return
+                self._send(
+                    200,
+                    {
+                        "id": f"chatcmpl-{len(owner.requests)}",
+                        "object": "chat.completion",
+                        "created": 0,
+                        "model": body.get("model", "scripted"),
+                        "choices": [
+                            {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": reply}}
+                        ],
+                        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+                    },
+                )
+
+            def _send(self, status: int, payload: dict[str, Any]) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def openai_server() -> Iterator[ScriptedOpenAI]:
+    server = ScriptedOpenAI()
+    yield server
+    server.close()

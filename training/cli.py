@@ -12,6 +12,7 @@ import typer
 
 from hub.cli import app as hub_app
 from servers.cli import app as services_app
+from taskgen.cli import app as tasks_app
 from worldmodel.cli import app as worldmodel_app
 
 app = typer.Typer(
@@ -23,6 +24,7 @@ app = typer.Typer(
 app.add_typer(services_app, name="services")
 app.add_typer(hub_app, name="hub")
 app.add_typer(worldmodel_app, name="worldmodel")
+app.add_typer(tasks_app, name="tasks")
 
 
 def main() -> None:

@@ -7,8 +7,8 @@ import threading
 from typing import Any
 
 from hub.core import Hub
-from servers.conformance import state_values
 from servers.registry import get_service
+from servers.values import state_values
 
 
 def _calls(hub: Hub, seed: int, rng: random.Random, n: int) -> list[tuple[str, dict[str, Any]]]:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from servers.conformance import state_values
 from servers.population import Population
 from servers.registry import all_services
+from servers.values import state_values
 
 SEED = 3
 

@@ -1,0 +1,413 @@
+"""From an executed walk to a task: the rubric, the report, policies and the instruction.
+
+The rubric is derived from what the oracle's writes changed: a created record must exist with
+the field values the task fixed (the recipient, the carried id or amount, the stated subject; a
+body must *mention* the value it was asked to carry), an updated record must hold its new values,
+a deleted one must be gone. One criterion per reported value. Negative criteria: every mounted
+service the task does not write stays untouched, and a named distractor record stays unchanged.
+
+The instruction states the goal, never the carried values: the start is named by its anchor (a
+title, a name), every carried argument by where it comes from ("the email of the contact 'Ann
+Lee' in crm"), given literals verbatim. Several phrasings per intent, optional policy clauses,
+and the report the user wants at the end.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from hub.rubric import Rubric
+from servers.state import Change
+from taskgen.oracle import OracleRun, run_plan
+from taskgen.task import PlanStep, Task, Transfer
+from taskgen.walk import NON_LINKING, Carried, StepInfo, Walk, humanize
+
+REPORTABLE = frozenset(
+    {
+        "money_amount",
+        "date",
+        "date_time",
+        "person_name",
+        "email_address",
+        "phone_number",
+        "company_name",
+        "reference_code",
+        "city",
+        "count",
+        "quantity",
+        "percentage",
+        "job_title",
+    }
+)
+TIMESTAMPS = ("_at", "updated", "modified", "clock", "seq", "version", "last_")
+
+START = (
+    "In {service}, find the {entity} '{anchor}'.",
+    "Start in {service}: locate the {entity} '{anchor}'.",
+    "Look up the {entity} '{anchor}' in {service}.",
+)
+READ = (
+    "Then look up the matching {entity} in {service}, using {args}.",
+    "Next, in {service}, find the {entity} for {args}.",
+    "Use {service} to get the {entity} for {args}.",
+)
+WRITE = (
+    "Then {verb} in {service} with {args}.",
+    "Next, {verb} in {service}: {args}.",
+    "After that, {verb} in {service}, setting {args}.",
+)
+REPORT = (
+    "Finally, tell me the {field} of the {entity} '{anchor}'.",
+    "When done, report the {field} of the {entity} '{anchor}'.",
+    "Reply with the {field} of the {entity} '{anchor}'.",
+)
+VERB = {
+    "create": "create a {obj}",
+    "add": "add a {obj}",
+    "send": "send a {obj}",
+    "update": "update the {obj}",
+    "set": "set the {obj}",
+    "book": "book a {obj}",
+    "record": "record a {obj}",
+    "issue": "issue a {obj}",
+    "log": "log a {obj}",
+    "post": "post a {obj}",
+    "schedule": "schedule a {obj}",
+    "assign": "assign the {obj}",
+    "move": "move the {obj}",
+    "reply": "reply to the {obj}",
+    "forward": "forward the {obj}",
+    "share": "share the {obj}",
+    "order": "order a {obj}",
+    "save": "save the {obj}",
+    "mark": "mark the {obj}",
+    "cancel": "cancel the {obj}",
+    "archive": "archive the {obj}",
+    "approve": "approve the {obj}",
+    "submit": "submit the {obj}",
+    "close": "close the {obj}",
+    "subscribe": "subscribe to {obj}",
+}
+
+
+def _verb_phrase(step: StepInfo) -> str:
+    words = step.entry.name.split("_")
+    obj = " ".join(words[1:]) or step.entry.service
+    return VERB.get(words[0], f"{humanize(step.entry.name)} ({{obj}})").format(obj=obj)
+
+
+def _describe_args(step: StepInfo, mentions: dict[tuple[int, str], Carried]) -> str:
+    parts = []
+    for name, carried in step.carried.items():
+        parts.append(f"{humanize(name)} = {carried.label}")
+    for name, value in step.given.items():
+        mention = mentions.get((step.index, name))
+        if mention is not None:
+            parts.append(f"{humanize(name)} mentioning {mention.label}")
+        elif isinstance(value, str) and len(value) > 80:
+            parts.append(f'{humanize(name)} = "{value[:80]}…"')
+        else:
+            parts.append(
+                f"{humanize(name)} = {value!r}" if not isinstance(value, str) else f"{humanize(name)} = '{value}'"
+            )
+    return "; ".join(parts) or "the values above"
+
+
+FREE_TEXT_MATCHLESS = frozenset({"document_text", "note", "message_text", "payload_text", "search_query"})
+
+
+def _param_kinds(step: StepInfo) -> dict[str, str]:
+    from taskgen.graph import param_types
+
+    return param_types(step.entry)
+
+
+def _split(path: str) -> tuple[str, str, list[str]] | None:
+    parts = path.strip("/").split("/")
+    if parts and parts[0] == "collections" and len(parts) >= 3:
+        return f"collections/{parts[1]}", parts[2], parts[3:]
+    if len(parts) >= 2:
+        return parts[0], parts[1], parts[2:]
+    return None
+
+
+def _records(states: dict[str, Any], service: str, collection: str) -> dict[str, Any]:
+    node: Any = states.get(service, {})
+    for part in collection.split("/"):
+        node = node.get(part, {}) if isinstance(node, dict) else {}
+    return node if isinstance(node, dict) else {}
+
+
+def _key_field(record: dict[str, Any], record_id: str) -> str | None:
+    return next((k for k, v in record.items() if v == record_id), None)
+
+
+def _effect_criteria(
+    step: StepInfo, changes: list[Change], final: dict[str, Any], mentions: dict[tuple[int, str], Carried]
+) -> list[dict[str, Any]]:
+    service = step.entry.service
+    touched: dict[tuple[str, str], list[Change]] = {}
+    expanded: list[Change] = []
+    for change in changes:
+        parts = change.path.strip("/").split("/")
+        if change.op == "add" and parts[0] == "collections" and len(parts) == 2 and isinstance(change.after, dict):
+            expanded.extend(
+                Change(op="add", path=f"{change.path}/{rid}", after=rec) for rid, rec in change.after.items()
+            )
+        else:
+            expanded.append(change)
+    for change in expanded:
+        split = _split(change.path)
+        if split:
+            touched.setdefault((split[0], split[1]), []).append(change)
+    out = []
+    for (collection, record_id), record_changes in touched.items():
+        after = _records(final, service, collection).get(record_id)
+        where = f"{service}.{collection.split('/')[-1]}"
+        created = any(c.op == "add" and len(_split(c.path)[2]) == 0 for c in record_changes)  # type: ignore[index]
+        removed = any(c.op == "remove" and len(_split(c.path)[2]) == 0 for c in record_changes)  # type: ignore[index]
+        if removed:
+            before = next(c.before for c in record_changes if c.op == "remove")
+            key = _key_field(before, record_id) if isinstance(before, dict) else None
+            if key:
+                out.append(
+                    {
+                        "kind": "record",
+                        "service": service,
+                        "collection": collection,
+                        "expect": "absent",
+                        "match": {key: record_id},
+                        "description": f"The {where} record {record_id!r} is deleted",
+                    }
+                )
+            continue
+        if not isinstance(after, dict):
+            continue
+        match: dict[str, Any] = {}
+        text: dict[str, Carried] = {}
+        if created:
+            free = {n for n, k in _param_kinds(step).items() if k in FREE_TEXT_MATCHLESS}
+            for name, value in step.resolved.items():
+                if name in free or name not in after:
+                    continue
+                have = after[name]
+                if (
+                    isinstance(value, str | int | float)
+                    and not isinstance(value, bool)
+                    and (have == value or (isinstance(have, list) and value in have))
+                ):
+                    match[name] = value
+                elif isinstance(value, list) and value and isinstance(have, list) and value[0] in have:
+                    match[name] = value[0]
+            text = {n: m for (i, n), m in mentions.items() if i == step.index and n in after}
+            description = f"A new {where} record has {', '.join([*match, *text]) or 'the requested values'}"
+            expect = "created"
+        else:
+            key = _key_field(after, record_id)
+            if key is None:
+                continue
+            match[key] = record_id
+            for change in record_changes:
+                field = (_split(change.path) or ("", "", []))[2][:1]
+                if field and not any(t in field[0] for t in TIMESTAMPS):
+                    value = after.get(field[0])
+                    if isinstance(value, str | int | float | bool):
+                        match[field[0]] = value
+            description = f"The {where} record {record_id!r} now has {', '.join(k for k in match if k != key)}"
+            expect = "exists"
+        if len(match) + len(text) < (1 if created else 2):
+            continue
+        criterion: dict[str, Any] = {
+            "kind": "record",
+            "service": service,
+            "collection": collection,
+            "match": match,
+            "description": description,
+            "expect": expect,
+        }
+        if text:
+            criterion["contains"] = {n: str(m.value) for n, m in text.items()}
+        out.append(criterion)
+    return out
+
+
+def compose(
+    walk: Walk, task_id: str, seed: int, rng: random.Random, distractors: list[str], policy_rate: float = 0.4
+) -> tuple[Task, OracleRun]:
+    """The task for an executed walk (plan, rubric, report, policies, instruction) and its oracle run."""
+    steps = walk.steps
+    mentions: dict[tuple[int, str], Carried] = getattr(walk, "mentions", {})
+    plan = [PlanStep(tool=s.entry.qualified, arguments=s.arguments) for s in steps]
+    services = walk.services
+    mounted = sorted({*services, *distractors})
+    oracle = run_plan(walk.world.hub, plan, seed, mounted)
+    initial, final = oracle.world.initial_states(), oracle.world.states()
+    criteria: list[dict[str, Any]] = []
+    for step, record in zip(steps, oracle.records, strict=True):
+        if step.entry.kind == "write" and record.diff:
+            criteria.extend(_effect_criteria(step, record.diff, final, mentions))
+    carried_values = {c.value for s in steps for c in s.carried.values()}
+    report_pool = [
+        c
+        for c in walk.pool
+        if c.type in REPORTABLE and c.value not in carried_values and steps[c.step].anchor and c.field not in ("id",)
+    ]
+    expected_report: dict[str, Any] = {}
+    if report_pool:
+        chosen = rng.choice(report_pool)
+        expected_report[chosen.field] = chosen.value
+        criteria.append(
+            {
+                "kind": "report",
+                "field": chosen.field,
+                "value": chosen.value,
+                "description": f"The report gives {chosen.label}",
+            }
+        )
+    written = {s.entry.service for s in steps if s.entry.kind == "write"}
+    negatives: list[dict[str, Any]] = [
+        {
+            "kind": "service_untouched",
+            "service": name,
+            "negative": True,
+            "description": f"Nothing in {name} was changed",
+        }
+        for name in mounted
+        if name not in written and name in oracle.world.stateful_services
+    ]
+    policies: list[str] = []
+    if rng.random() < policy_rate:
+        policies.extend(_policy(walk, criteria, negatives, initial, rng))
+    for number, criterion in enumerate(criteria, 1):
+        criterion["id"] = f"c{number}"
+    for number, criterion in enumerate(negatives, 1):
+        criterion["id"] = f"n{number}"
+    rubric = Rubric.model_validate({"criteria": criteria + negatives})
+    instruction = _instruction(walk, mentions, expected_report, report_pool, policies, rng)
+    transfers = [
+        Transfer(
+            type=c.type,
+            from_step=c.step,
+            to_step=s.index,
+            from_service=c.service,
+            to_service=s.entry.service,
+            argument=arg,
+        )
+        for c, s, arg in walk.transfers
+    ]
+    task = Task(
+        id=task_id,
+        seed=seed,
+        instruction=instruction,
+        services=services,
+        distractor_services=distractors,
+        plan=plan,
+        rubric=rubric,
+        expected_report=expected_report,
+        policies=policies,
+        transfers=transfers,
+        meta={
+            "walk": [s.entry.qualified for s in steps],
+            "n_steps": len(steps),
+            "n_writes": len(written and [s for s in steps if s.entry.kind == "write"]),
+            "capabilities": sorted({s.entry.kind for s in steps}),
+            "domain": sorted({walk.world.hub.registry.services[n].category for n in services}),
+            "carried_values": sorted({str(v) for v in carried_values}),
+            "given_values": sorted({str(v) for s in steps for v in (*s.given.values(), s.anchor) if v is not None}),
+        },
+    )
+    return task, oracle
+
+
+def _policy(
+    walk: Walk,
+    criteria: list[dict[str, Any]],
+    negatives: list[dict[str, Any]],
+    initial: dict[str, Any],
+    rng: random.Random,
+) -> list[str]:
+    """One policy clause, with the negative criterion that checks it where one applies."""
+    effects = [c for c in criteria if c["kind"] == "record" and c.get("expect") in ("exists", "created")]
+    options: list[str] = []
+    if effects:
+        target = rng.choice(effects)
+        records = _records(initial, target["service"], target["collection"])
+        touched = set(target["match"].values())
+        others = [(rid, r) for rid, r in sorted(records.items()) if rid not in touched and isinstance(r, dict)]
+        named = [
+            (rid, r, v)
+            for rid, r in others
+            for k, v in r.items()
+            if k in ("title", "name", "subject") and isinstance(v, str) and len(v) < 80
+        ]
+        if named:
+            rid, _, label = rng.choice(named)
+            entity = target["collection"].split("/")[-1].rstrip("s")
+            negatives.append(
+                {
+                    "kind": "unchanged",
+                    "service": target["service"],
+                    "collection": target["collection"],
+                    "record_id": rid,
+                    "negative": True,
+                    "description": f"The {entity} '{label}' ({rid}) is left unchanged",
+                }
+            )
+            options.append(f"Leave the {entity} '{label}' in {target['service']} untouched; it is a different matter.")
+    readonly = [
+        s for s in walk.services if s not in {st.entry.service for st in walk.steps if st.entry.kind == "write"}
+    ]
+    if readonly:
+        options.append(f"Do not change anything in {rng.choice(readonly)}; only read from it.")
+    money = [c for c in walk.pool if c.type == "money_amount" and isinstance(c.value, int | float) and c.value > 10]
+    if money:
+        amount = rng.choice(money)
+        options.append(f"Only go ahead if {amount.label} is above {int(amount.value * 0.5)}; it is, so proceed.")
+    return [rng.choice(options)] if options else []
+
+
+def _instruction(
+    walk: Walk,
+    mentions: dict[tuple[int, str], Carried],
+    report: dict[str, Any],
+    report_pool: list[Carried],
+    policies: list[str],
+    rng: random.Random,
+) -> str:
+    first, *rest = walk.steps
+    sentences = [rng.choice(START).format(service=first.entry.service, entity=first.entity, anchor=first.anchor)]
+    given_start = {k: v for k, v in first.given.items() if v is not None}
+    if given_start:
+        sentences[0] = sentences[0][:-1] + " (" + _describe_args(first, mentions) + ")."
+    for step in rest:
+        args = _describe_args(step, mentions)
+        if step.entry.kind == "read":
+            sentences.append(
+                rng.choice(READ).format(entity=step.entity or step.entry.name, service=step.entry.service, args=args)
+            )
+        else:
+            sentences.append(rng.choice(WRITE).format(verb=_verb_phrase(step), service=step.entry.service, args=args))
+    sentences.extend(policies)
+    if report:
+        field = next(iter(report))
+        source = next(c for c in report_pool if c.field == field and c.value == report[field])
+        step = walk.steps[source.step]
+        sentences.append(rng.choice(REPORT).format(field=humanize(field), entity=step.entity, anchor=step.anchor))
+    return " ".join(sentences)
+
+
+def leaks(task: Task) -> list[str]:
+    """Carried or reported values that appear in the instruction (they must be found, not read)."""
+    text = task.instruction.casefold()
+    given = {str(v).casefold() for v in task.meta.get("given_values", [])}
+    found = []
+    secrets = [*task.meta.get("carried_values", []), *(str(v) for v in task.expected_report.values())]
+    for value in secrets:
+        needle = str(value).casefold()
+        if len(needle) >= 3 and needle not in given and needle in text:
+            found.append(str(value))
+    return found
+
+
+_ = NON_LINKING  # re-exported for callers that filter linkable types

@@ -1,0 +1,48 @@
+"""Running an oracle plan in a fresh world: references resolve against the plan's own results."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from hub.core import Hub
+from hub.middleware import CallRecord, Recorder
+from hub.world import World
+from servers.framework import error
+from taskgen.task import PlanStep, resolve
+
+
+@dataclass
+class OracleRun:
+    world: World
+    envelopes: list[dict[str, Any]]
+    records: list[CallRecord]
+
+
+def run_plan(
+    hub: Hub, plan: list[PlanStep], seed: int, services: Iterable[str], skip: Iterable[int] = (), record: bool = True
+) -> OracleRun:
+    """Execute ``plan`` (minus the steps in ``skip``) in a fresh world; failed refs give error envelopes.
+
+    With ``record`` every call is recorded with its write diff (what rubrics are derived from);
+    gates that only score the final world skip that cost.
+    """
+    world = hub.open_world(services=sorted(set(services)), seed=seed)
+    recorder = Recorder(diffs=record)
+    world.use(recorder)
+    skipped = set(skip)
+    envelopes: list[dict[str, Any]] = []
+    records: list[CallRecord] = []
+    for index, step in enumerate(plan):
+        if index in skipped:
+            envelopes.append(error(499, "step skipped"))
+            continue
+        try:
+            arguments = resolve(step.arguments, envelopes)
+        except (KeyError, IndexError, TypeError, ValueError):
+            envelopes.append(error(424, f"step {index + 1} depends on a result that is missing"))
+            continue
+        envelopes.append(world.call(step.tool, arguments))
+        records.append(recorder.records[-1])
+    return OracleRun(world, envelopes, records)

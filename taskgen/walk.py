@@ -1,0 +1,524 @@
+"""Seeded random walks over the dependency graph, instantiated against a seeded world.
+
+A walk is executed while it is built, in a scratch world of the task's seed: it starts at a read
+of seeded data (a listing whose record the instruction can name by a title, a name, …), then
+moves to tools that can consume the values seen so far, preferring tools of another service, so
+that values travel between services. Every argument is either *carried* (a ``$ref`` to a value
+in an earlier result: the agent must find it), *given* (a literal the instruction states: a
+name, a subject line, a date) or not passed at all. Steps that fail are tried elsewhere; writes
+that change nothing are refused. The result is the oracle plan plus what the instruction and
+the rubric need to know about each step.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from hub.core import Hub
+from hub.registry import ToolEntry
+from hub.world import World
+from servers.state import diff
+from servers.types import SEMANTIC_KEY
+from servers.values import state_values
+from taskgen.graph import NON_LINKING, field_types, param_types
+from worldmodel.rules import Synthesizer
+
+ANCHOR_TYPES = (
+    "title",
+    "person_name",
+    "company_name",
+    "product_name",
+    "file_name",
+    "channel_name",
+    "event_name",
+    "reference_code",
+    "username",
+)
+GIVEN_TYPES = frozenset(
+    {
+        "person_name",
+        "company_name",
+        "city",
+        "country_code",
+        "currency_code",
+        "product_name",
+        "product_sku",
+        "department",
+        "job_title",
+        "channel_name",
+        "date",
+        "date_time",
+        "tag",
+        "email_address",
+        "web_domain",
+        "url",
+        "street_address",
+        "location",
+        "time_zone",
+    }
+)
+MENTIONABLE = frozenset(
+    {
+        "reference_code",
+        "email_address",
+        "person_name",
+        "company_name",
+        "phone_number",
+        "product_sku",
+        "url",
+        "city",
+        "product_name",
+    }
+)
+LITERAL_TYPES = frozenset(
+    {
+        "money_amount",
+        "quantity",
+        "count",
+        "percentage",
+        "flag",
+        "priority",
+        "duration_minutes",
+        "duration_days",
+        "duration_hours",
+        "rating",
+    }
+)
+FREE_TEXT = frozenset({"title", "document_text", "note", "message_text", "search_query", "payload_text", "cell_value"})
+VERBS = (
+    "list",
+    "get",
+    "search",
+    "find",
+    "create",
+    "update",
+    "add",
+    "send",
+    "set",
+    "move",
+    "delete",
+    "remove",
+    "archive",
+    "cancel",
+    "book",
+    "track",
+    "record",
+    "issue",
+    "approve",
+    "reject",
+    "submit",
+    "log",
+    "assign",
+    "close",
+    "reply",
+    "forward",
+    "mark",
+    "share",
+    "post",
+    "schedule",
+    "order",
+    "save",
+    "subscribe",
+    "fetch",
+    "check",
+    "lookup",
+    "read",
+    "convert",
+    "translate",
+    "detect",
+    "verify",
+    "screen",
+    "geocode",
+    "summarize",
+)
+
+
+@dataclass
+class Carried:
+    """A value seen in a result that a later step may carry."""
+
+    type: str
+    value: Any
+    step: int
+    ref: str
+    service: str
+    field: str
+    label: str
+
+
+@dataclass
+class StepInfo:
+    """One executed step: the call, how each argument was filled, and what it produced."""
+
+    index: int
+    entry: ToolEntry
+    arguments: dict[str, Any]
+    resolved: dict[str, Any]
+    envelope: dict[str, Any]
+    given: dict[str, Any] = field(default_factory=dict)
+    carried: dict[str, Carried] = field(default_factory=dict)
+    entity: str = ""
+    anchor: str | None = None
+    record_ref: str | None = None
+
+
+@dataclass
+class Walk:
+    steps: list[StepInfo]
+    pool: list[Carried]
+    world: World
+
+    @property
+    def services(self) -> list[str]:
+        return list(dict.fromkeys(s.entry.service for s in self.steps))
+
+    @property
+    def transfers(self) -> list[tuple[Carried, StepInfo, str]]:
+        return [(c, s, arg) for s in self.steps for arg, c in s.carried.items() if c.service != s.entry.service]
+
+
+class WalkError(Exception):
+    """The walk could not be completed; ``reason`` is what gates count."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def noun(tool: str) -> str:
+    """The entity a tool is about: ``list_deals`` → ``deal``, ``track_shipment`` → ``shipment``."""
+    words = tool.split("_")
+    while len(words) > 1 and words[0] in VERBS:
+        words = words[1:]
+    text = " ".join(words)
+    if text.endswith("ies"):
+        return text[:-3] + "y"
+    if text.endswith(("sses", "shes", "ches")):
+        return text[:-2]
+    return text[:-1] if text.endswith("s") and not text.endswith("ss") else text
+
+
+def humanize(name: str) -> str:
+    return re.sub(r"_+", " ", name).strip()
+
+
+def _resolve(schema: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        return dict(defs.get(ref.removeprefix("#/$defs/"), {}))
+    for branch in schema.get("anyOf", []):
+        if branch.get("type") != "null":
+            return _resolve(branch, defs)
+    return schema
+
+
+def records_of(entry: ToolEntry, data: Any) -> list[tuple[str, dict[str, Any], dict[str, Any], str]]:
+    """(ref path, record, record schema, entity noun) of each record in a result."""
+    out_schema = dict(entry.output_schema or {})
+    defs = out_schema.get("$defs", {})
+    schema = _resolve(out_schema.get("properties", {}).get("data", {}), defs)
+    if isinstance(data, list):
+        items = _resolve(schema.get("items", {}), defs)
+        return [(f"data.{i}", r, items, noun(entry.name)) for i, r in enumerate(data) if isinstance(r, dict)]
+    if not isinstance(data, dict):
+        return []
+    props = schema.get("properties", {})
+    arrays = [k for k, v in data.items() if isinstance(v, list) and v and isinstance(v[0], dict) and k in props]
+    if arrays:
+        key = "items" if "items" in arrays else arrays[0]
+        items = _resolve(_resolve(props[key], defs).get("items", {}), defs)
+        entity = noun(entry.name) if key == "items" else noun(key)
+        return [(f"data.{key}.{i}", r, items, entity) for i, r in enumerate(data[key]) if isinstance(r, dict)]
+    return [("data", data, schema, noun(entry.name))]
+
+
+def anchor_of(record: dict[str, Any], schema: dict[str, Any]) -> str | None:
+    props = schema.get("properties", {})
+    typed = {k: (field_types(p) or {""}) for k, p in props.items()}
+    for kind in ANCHOR_TYPES:
+        for key, kinds in typed.items():
+            value = record.get(key)
+            if kind in kinds and isinstance(value, str) and 2 < len(value) <= 80:
+                return value
+    return None
+
+
+class Walker:
+    """Builds walks for one hub; caches per-service seeded values and tool signatures."""
+
+    def __init__(self, hub: Hub, seed: int) -> None:
+        self.hub = hub
+        self.seed = seed
+        self.entries = list(hub.registry.tools.values())
+        self.params = {e.qualified: param_types(e) for e in self.entries}
+        # Required types a tool can only get from an earlier result (ids and the like): a tool is a
+        # candidate only when the pool already holds every one of them.
+        self.needs = {
+            e.qualified: frozenset(
+                kind
+                for name, kind in self.params[e.qualified].items()
+                if name in e.input_schema.get("required", []) and not self._fillable(e, name, kind)
+            )
+            for e in self.entries
+        }
+        self._values: dict[str, dict[str, list[Any]]] = {}
+        self.synth = Synthesizer(_population(seed))
+        self.listings = [
+            e for e in self.entries if e.kind == "read" and e.name.split("_")[0] in ("list", "search", "find")
+        ]
+
+    def _fillable(self, entry: ToolEntry, name: str, kind: str) -> bool:
+        prop = _resolve(
+            dict(entry.input_schema.get("properties", {}).get(name, {})), entry.input_schema.get("$defs", {})
+        )
+        item = _resolve(prop.get("items", {}), {}) if prop.get("type") == "array" else prop
+        return "enum" in item or kind in FREE_TEXT or kind in GIVEN_TYPES or kind in LITERAL_TYPES
+
+    def seeded_values(self, service: str) -> dict[str, list[Any]]:
+        if service not in self._values:
+            native = self.hub.registry.services[service].native
+            self._values[service] = (
+                state_values(native, self.hub.seeded_slot(service, self.seed).read_state()) if native else {}
+            )
+        return self._values[service]
+
+    # -- filling arguments -------------------------------------------------------------------
+
+    def _literal(self, entry: ToolEntry, name: str, kind: str, rng: random.Random, pool: list[Carried]) -> Any:
+        prop = _resolve(
+            dict(entry.input_schema.get("properties", {}).get(name, {})), entry.input_schema.get("$defs", {})
+        )
+        if "enum" in prop:
+            return rng.choice(prop["enum"])
+        if prop.get("type") == "array":
+            item = _resolve(prop.get("items", {}), {})
+            value = self._literal_scalar(entry, kind, item, rng, pool)
+            return None if value is None else [value]
+        return self._literal_scalar(entry, kind, prop, rng, pool)
+
+    def _literal_scalar(
+        self, entry: ToolEntry, kind: str, prop: dict[str, Any], rng: random.Random, pool: list[Carried]
+    ) -> Any:
+        if "enum" in prop:
+            return rng.choice(prop["enum"])
+        if kind in FREE_TEXT:
+            return None  # written by the composer, which knows the story
+        seeded = self.seeded_values(entry.service).get(kind, []) if kind not in ("date", "date_time") else []
+        if kind in GIVEN_TYPES and seeded:
+            return rng.choice(seeded)
+        if kind in GIVEN_TYPES or kind in LITERAL_TYPES:
+            value = self.synth.value({**prop, SEMANTIC_KEY: kind}, rng, kind)
+            if kind in ("date", "date_time"):
+                value = self.synth.value({**prop, SEMANTIC_KEY: kind}, rng, "scheduled")  # the future
+            return value
+        return None
+
+    def fill(
+        self, entry: ToolEntry, pool: list[Carried], rng: random.Random, last_service: str | None
+    ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Carried]] | None:
+        """(arguments, given literals, carried values) for every required parameter, or None."""
+        args: dict[str, Any] = {}
+        given: dict[str, Any] = {}
+        carried: dict[str, Carried] = {}
+        required = set(entry.input_schema.get("required", []))
+        for name, kind in self.params[entry.qualified].items():
+            if name not in required:
+                continue
+            options = [c for c in pool if c.type == kind and kind not in NON_LINKING]
+            if options:
+                foreign = [c for c in options if c.service != entry.service]
+                choice = rng.choice(foreign or options)
+                prop = entry.input_schema.get("properties", {}).get(name, {})
+                is_list = _resolve(dict(prop), entry.input_schema.get("$defs", {})).get("type") == "array"
+                args[name] = [{"$ref": choice.ref}] if is_list else {"$ref": choice.ref}
+                carried[name] = choice
+                continue
+            if kind in FREE_TEXT:
+                given[name] = None  # filled by the composer
+                continue
+            value = self._literal(entry, name, kind, rng, pool)
+            if value is None:
+                return None
+            args[name] = value
+            given[name] = value
+        return args, given, carried
+
+    # -- walking -----------------------------------------------------------------------------
+
+    def _values_of(self, step: StepInfo, path: str, record: dict[str, Any], schema: dict[str, Any]) -> list[Carried]:
+        out = []
+        props = schema.get("properties", {})
+        for key, value in record.items():
+            kinds = field_types(props.get(key, {})) if key in props else set()
+            if len(kinds) != 1:
+                continue
+            kind = next(iter(kinds))
+            ref = f"steps.{step.index}.{path}.{key}"
+            if isinstance(value, list) and value and isinstance(value[0], str | int | float):
+                value, ref = value[0], f"{ref}.0"
+            if isinstance(value, bool) or not isinstance(value, str | int | float) or value in ("", None):
+                continue
+            where = (
+                f"the {step.entity} '{step.anchor}'" if step.anchor else f"the {step.entity} from step {step.index + 1}"
+            )
+            out.append(
+                Carried(
+                    kind,
+                    value,
+                    step.index,
+                    ref,
+                    step.entry.service,
+                    key,
+                    f"the {humanize(key)} of {where} in {step.entry.service}",
+                )
+            )
+        return out
+
+    def _execute(
+        self,
+        world: World,
+        index: int,
+        entry: ToolEntry,
+        filled: tuple[Any, ...],
+        rng: random.Random,
+        pool: list[Carried],
+    ) -> StepInfo | None:
+        args, given, carried = filled
+        from taskgen.task import resolve
+
+        resolved = resolve(args, [s.envelope for s in self._steps])
+        for name in [n for n, v in given.items() if v is None]:
+            text = self.text_for(entry, name, rng, pool)
+            args[name] = resolved[name] = given[name] = text
+        before = (
+            world.slot(entry.service).hash()
+            if entry.kind == "write" and entry.service in world.stateful_services
+            else None
+        )
+        envelope = world.call(entry.qualified, resolved)
+        if not envelope.get("success"):
+            return None
+        if before is not None and world.slot(entry.service).hash() == before:
+            return None  # a write that changes nothing gives the rubric nothing to check
+        step = StepInfo(index, entry, args, resolved, envelope, given, carried)
+        records = records_of(entry, envelope.get("data"))
+        anchored = [r for r in records if anchor_of(r[1], r[2])]
+        chosen = rng.choice(anchored) if anchored else (records[0] if len(records) == 1 else None)
+        if chosen is not None:
+            path, record, schema, entity = chosen
+            step.entity, step.anchor, step.record_ref = entity, anchor_of(record, schema), path
+            pool.extend(self._values_of(step, path, record, schema))
+        return step
+
+    def text_for(self, entry: ToolEntry, name: str, rng: random.Random, pool: list[Carried]) -> str:
+        """Free text the composer can describe: a subject naming the topic, a body carrying a value."""
+        topic = next((s.anchor for s in reversed(self._steps) if s.anchor), entry.service)
+        lowered = name.lower()
+        if any(w in lowered for w in ("subject", "title", "name", "summary", "headline", "label")):
+            return rng.choice(["Follow-up: {t}", "Update on {t}", "{t} - next steps", "Re: {t}"]).format(t=topic)[:120]
+        if "query" in lowered or "search" in lowered:
+            return str(topic)[:60]
+        mention = [
+            c
+            for c in pool
+            if isinstance(c.value, str) and c.type in MENTIONABLE and len(c.value) >= 4 and c.service != entry.service
+        ]
+        text = rng.choice(["Hello, this is about {t}.", "Quick note regarding {t}.", "Following up on {t}."]).format(
+            t=topic
+        )
+        if mention:
+            value = rng.choice(mention)
+            self._mentions[(len(self._steps), name)] = value
+            text += f" Reference: {value.value}."
+        return text
+
+    def walk(self, rng: random.Random, length: int) -> Walk:
+        """One executed walk of up to ``length`` calls (raises :class:`WalkError` with a reason)."""
+        world = self.hub.open_world(seed=self.seed)
+        self._steps: list[StepInfo] = []
+        self._mentions: dict[tuple[int, str], Carried] = {}
+        pool: list[Carried] = []
+        try:
+            starts = rng.sample(self.listings, min(12, len(self.listings)))
+            for entry in starts:
+                filled = self.fill(entry, [], rng, None)
+                if filled is None:
+                    continue
+                step = self._execute(world, 0, entry, filled, rng, pool)
+                if step is not None and step.anchor and pool:
+                    self._steps.append(step)
+                    break
+                pool.clear()
+            if not self._steps:
+                raise WalkError("no_start")
+            for index in range(1, length):
+                step = self._next(world, index, rng, pool)
+                if step is None:
+                    break
+                self._steps.append(step)
+            result = Walk(self._steps, pool, world)
+        except Exception:
+            world.close()
+            raise
+        if len(result.services) < 2:
+            world.close()
+            raise WalkError("too_few_services")
+        if not result.transfers:
+            world.close()
+            raise WalkError("no_transfer")
+        if not any(s.entry.kind == "write" for s in result.steps):
+            world.close()
+            raise WalkError("no_write")
+        result.mentions = dict(self._mentions)  # type: ignore[attr-defined]
+        return result
+
+    def _next(self, world: World, index: int, rng: random.Random, pool: list[Carried]) -> StepInfo | None:
+        last = self._steps[-1].entry
+        used = {s.entry.qualified for s in self._steps}
+        want_write = index >= 2 and not any(s.entry.kind == "write" for s in self._steps)
+        scored: list[tuple[float, ToolEntry, tuple[Any, ...]]] = []
+        have = {c.type for c in pool}
+        for entry in rng.sample(self.entries, min(160, len(self.entries))):
+            if entry.qualified in used or entry.name.split("_")[0] in ("delete", "remove"):
+                continue
+            if not self.needs[entry.qualified] <= have:
+                continue
+            filled = self.fill(entry, pool, rng, last.service)
+            if filled is None or not filled[2]:
+                continue
+            foreign = any(c.service != entry.service for c in filled[2].values())
+            score = rng.random() + 2.0 * foreign + 1.0 * (entry.service != last.service)
+            score += 2.0 * (entry.kind == "write") * (1.0 + want_write)
+            scored.append((score, entry, filled))
+        scored.sort(key=lambda item: -item[0])
+        for _, entry, filled in scored[:8]:
+            stateful = entry.kind == "write" and entry.service in world.stateful_services
+            before = world.slot(entry.service).snapshot() if stateful else None
+            mark = len(pool)
+            step = self._execute(world, index, entry, filled, rng, pool)
+            if step is None:
+                continue
+            if before is not None and not meaningful(diff(before, world.slot(entry.service).snapshot())):
+                # Only timestamps moved: undo it, since a rubric could not tell it happened.
+                world.restore_service(entry.service, before)
+                del pool[mark:]
+                continue
+            return step
+        return None
+
+
+TIMESTAMP_HINTS = ("_at", "updated", "modified", "clock", "seq", "version", "last_")
+
+
+def meaningful(changes: list[Any]) -> bool:
+    """A write that changed more than timestamps and counters (something a rubric can check)."""
+    return any(not any(h in c.path.rsplit("/", 1)[-1] for h in TIMESTAMP_HINTS) for c in changes)
+
+
+def _population(seed: int) -> Any:
+    from servers.population import Population
+
+    return Population.generate(seed)

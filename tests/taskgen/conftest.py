@@ -1,0 +1,18 @@
+"""Task-generation fixtures: one hub and a small generated batch, shared by the module's tests."""
+
+from __future__ import annotations
+
+import pytest
+
+from hub.core import Hub
+from taskgen.generate import Generation, default_hub, generate
+
+
+@pytest.fixture(scope="session")
+def hub() -> Hub:
+    return default_hub()
+
+
+@pytest.fixture(scope="session")
+def batch(hub: Hub) -> Generation:
+    return generate(12, seed=11, hub=hub)
