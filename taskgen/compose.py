@@ -94,7 +94,14 @@ VERB = {
 def _verb_phrase(step: StepInfo) -> str:
     words = step.entry.name.split("_")
     obj = " ".join(words[1:]) or step.entry.service
-    return VERB.get(words[0], f"{humanize(step.entry.name)} ({{obj}})").format(obj=obj)
+    phrase = VERB.get(words[0], f"{humanize(step.entry.name)} ({{obj}})").format(obj=obj)
+    return (
+        phrase.replace(" a a", " an a")
+        .replace(" a e", " an e")
+        .replace(" a i", " an i")
+        .replace(" a o", " an o")
+        .replace(" a u", " an u")
+    )
 
 
 def _describe_args(step: StepInfo, mentions: dict[tuple[int, str], Carried]) -> str:
@@ -241,7 +248,8 @@ def compose(
     plan = [PlanStep(tool=s.entry.qualified, arguments=s.arguments) for s in steps]
     services = walk.services
     mounted = sorted({*services, *distractors})
-    oracle = run_plan(walk.world.hub, plan, seed, mounted)
+    writes = [s.index for s in steps if s.entry.kind == "write"]
+    oracle = run_plan(walk.world.hub, plan, seed, mounted, checkpoints=writes)
     initial, final = oracle.world.initial_states(), oracle.world.states()
     criteria: list[dict[str, Any]] = []
     for step, record in zip(steps, oracle.records, strict=True):

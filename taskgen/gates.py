@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from hub.core import Hub
 from taskgen.compose import leaks
-from taskgen.oracle import OracleRun, run_plan
+from taskgen.oracle import OracleRun, continue_plan, run_plan
 from taskgen.task import Task
 
 GATES = ("oracle", "null", "necessary", "leak")
@@ -23,7 +23,9 @@ def check_gates(hub: Hub, task: Task, oracle: OracleRun | None = None) -> list[s
     positives = [c for c in task.rubric.criteria if not c.negative]
     if not positives:
         return ["oracle"]
-    oracle = oracle or run_plan(hub, task.plan, task.seed, task.mounted, record=False)
+    writes = [i for i, step in enumerate(task.plan) if hub.registry.tools[step.tool].kind == "write"]
+    if oracle is None or not set(writes) <= set(oracle.checkpoints):
+        oracle = run_plan(hub, task.plan, task.seed, task.mounted, record=False, checkpoints=writes)
     try:
         result = oracle.world.score(task.rubric, report=task.expected_report)
         if not all(e.get("success") for e in oracle.envelopes) or result.score < 1.0 or result.net_score < 1.0:
@@ -37,15 +39,18 @@ def check_gates(hub: Hub, task: Task, oracle: OracleRun | None = None) -> list[s
             failed.append("null")
     finally:
         null.close()
-    writes = [i for i, step in enumerate(task.plan) if hub.registry.tools[step.tool].kind == "write"]
     for index in writes:
-        dropped = run_plan(hub, task.plan, task.seed, task.mounted, skip=[index], record=False)
+        # Resume from the oracle's world just before the step, so the steps before it are not re-run.
+        start = oracle.checkpoints.pop(index)
+        dropped = continue_plan(start, task.plan, oracle.envelopes[:index], index, skip=[index], record=False)
         try:
             if dropped.world.score(task.rubric, report=task.expected_report).score >= 1.0:
                 failed.append("necessary")
                 break
         finally:
             dropped.world.close()
+    for leftover in oracle.checkpoints.values():
+        leftover.close()
     if leaks(task):
         failed.append("leak")
     return failed

@@ -18,23 +18,48 @@ class OracleRun:
     world: World
     envelopes: list[dict[str, Any]]
     records: list[CallRecord]
+    checkpoints: dict[int, World]  # forks of the world just before the steps asked for
 
 
 def run_plan(
-    hub: Hub, plan: list[PlanStep], seed: int, services: Iterable[str], skip: Iterable[int] = (), record: bool = True
+    hub: Hub,
+    plan: list[PlanStep],
+    seed: int,
+    services: Iterable[str],
+    skip: Iterable[int] = (),
+    record: bool = True,
+    checkpoints: Iterable[int] = (),
 ) -> OracleRun:
     """Execute ``plan`` (minus the steps in ``skip``) in a fresh world; failed refs give error envelopes.
 
     With ``record`` every call is recorded with its write diff (what rubrics are derived from);
-    gates that only score the final world skip that cost.
+    gates that only score the final world skip that cost. ``checkpoints`` keeps a (copy-on-write)
+    fork of the world before each of those steps, so a variant of the plan can resume there.
     """
     world = hub.open_world(services=sorted(set(services)), seed=seed)
+    return continue_plan(world, plan, [], 0, skip, record, checkpoints)
+
+
+def continue_plan(
+    world: World,
+    plan: list[PlanStep],
+    envelopes: list[dict[str, Any]],
+    start: int,
+    skip: Iterable[int] = (),
+    record: bool = True,
+    checkpoints: Iterable[int] = (),
+) -> OracleRun:
+    """Run ``plan[start:]`` in ``world``, whose earlier steps gave ``envelopes``."""
     recorder = Recorder(diffs=record)
     world.use(recorder)
     skipped = set(skip)
-    envelopes: list[dict[str, Any]] = []
+    wanted = set(checkpoints)
+    forks: dict[int, World] = {}
+    envelopes = list(envelopes)
     records: list[CallRecord] = []
-    for index, step in enumerate(plan):
+    for index, step in enumerate(plan[start:], start):
+        if index in wanted:
+            forks[index] = world.fork()
         if index in skipped:
             envelopes.append(error(499, "step skipped"))
             continue
@@ -45,4 +70,4 @@ def run_plan(
             continue
         envelopes.append(world.call(step.tool, arguments))
         records.append(recorder.records[-1])
-    return OracleRun(world, envelopes, records)
+    return OracleRun(world, envelopes, records, forks)
