@@ -1,0 +1,127 @@
+"""How agents reach tools: one small interface, two paths that record identically.
+
+- :class:`InProcessEnv` calls the world's surface directly (fast: RL rollouts, batch evaluation).
+- :class:`MCPEnv` goes through the hub's in-memory MCP surface with the official client, so
+  what is recorded is exactly what an MCP client sees.
+
+Both expose the surface's tools as OpenAI function specs and record every call into the
+trajectory: the name the agent used, the service and tool behind it, the arguments, the envelope,
+the latency and, for writes, the state diff (from the world's recorder).
+"""
+
+from __future__ import annotations
+
+import time
+from contextlib import AbstractContextManager
+from typing import Any
+
+import mcp_types as types
+from anyio.from_thread import BlockingPortal, start_blocking_portal
+
+from harness.trajectory import ToolCall
+from hub.middleware import Recorder, find
+from hub.surfaces import GATEWAY_NAMES, Surface, surface_call, surface_tools, world_server
+from hub.world import World
+
+
+def function_spec(tool: types.Tool) -> dict[str, Any]:
+    """An MCP tool as an OpenAI function spec."""
+    return {
+        "type": "function",
+        "function": {"name": tool.name, "description": tool.description or "", "parameters": tool.input_schema},
+    }
+
+
+class ToolEnv:
+    """Base: the surface's tools and a recording ``call``."""
+
+    path = "inprocess"
+
+    def __init__(self, world: World, surface: Surface = "direct") -> None:
+        self.world = world
+        self.surface = surface
+        self.calls: list[ToolCall] = []
+        self._recorder: Recorder = find(world, Recorder)
+
+    def tools(self) -> list[dict[str, Any]]:
+        return [function_spec(t) for t in surface_tools(self.world, self.surface)]
+
+    def _raw(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def call(self, name: str, arguments: Any) -> dict[str, Any]:
+        """Call a tool of the surface; always an envelope; recorded."""
+        seen = len(self._recorder.records)
+        started = time.perf_counter()
+        envelope = self._raw(name, arguments if isinstance(arguments, dict) else {"__invalid__": arguments})
+        latency = (time.perf_counter() - started) * 1000
+        inner = self._recorder.records[seen] if len(self._recorder.records) > seen else None
+        entry = self.world.hub.registry.tools.get(inner.tool) if inner else None
+        self.calls.append(
+            ToolCall(
+                index=len(self.calls),
+                name=name,
+                service=entry.service if entry else None,
+                tool=entry.qualified if entry else None,
+                kind=entry.kind if entry else ("meta" if name in GATEWAY_NAMES else None),
+                arguments=arguments,
+                envelope=envelope,
+                latency_ms=round(latency, 4),
+                diff=inner.diff if inner else None,
+            )
+        )
+        return envelope
+
+    def call_tool(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """Call a qualified tool whatever the surface (through ``call_tool`` on the gateway)."""
+        if self.surface == "gateway":
+            return self.call("call_tool", {"tool_name": tool, "arguments": arguments})
+        return self.call(tool, arguments)
+
+    def close(self) -> None:
+        pass
+
+
+class InProcessEnv(ToolEnv):
+    path = "inprocess"
+
+    def __init__(self, world: World, surface: Surface = "direct") -> None:
+        super().__init__(world, surface)
+        self._call = surface_call(world, surface)
+
+    def _raw(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        if self.surface == "direct" and "__invalid__" in arguments:
+            return {"success": False, "error": {"code": 400, "message": "arguments must be a JSON object"}}
+        return self._call(name, arguments)
+
+
+class MCPEnv(ToolEnv):
+    """Through the official MCP client over the in-memory transport (on a background event loop)."""
+
+    path = "mcp"
+
+    def __init__(self, world: World, surface: Surface = "direct") -> None:
+        super().__init__(world, surface)
+        from mcp import Client
+
+        self._portal_cm: AbstractContextManager[BlockingPortal] = start_blocking_portal()
+        self._portal = self._portal_cm.__enter__()
+        # The client's task groups must be entered and left by one task: the portal wraps it so.
+        self._client_cm = self._portal.wrap_async_context_manager(Client(world_server(world, surface)))
+        self._client = self._client_cm.__enter__()
+        self._listing = self._portal.call(self._client.list_tools)
+
+    def tools(self) -> list[dict[str, Any]]:
+        return [function_spec(t) for t in self._listing.tools]
+
+    def _raw(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        result = self._portal.call(self._client.call_tool, name, arguments)
+        structured = result.structured_content
+        if isinstance(structured, dict) and "success" in structured:
+            return structured
+        text = "".join(c.text for c in result.content if isinstance(c, types.TextContent))
+        return {"success": False, "error": {"code": 502, "message": text or "no structured result"}}
+
+    def close(self) -> None:
+        self._client_cm.__exit__(None, None, None)
+        self._portal_cm.__exit__(None, None, None)

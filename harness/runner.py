@@ -1,0 +1,137 @@
+"""Running many episodes: locally with anyio (``parallel`` workers) or on Ray actors.
+
+A run is named; running it again resumes it: episodes already in the store are skipped, the
+rest run and are stored one by one as they finish, so an interrupted run loses at most the
+episodes in flight.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import anyio
+import anyio.to_thread
+
+from harness.agents import Agent, NullAgent, OracleAgent, RandomAgent
+from harness.episode import run_episode
+from harness.store import RunStore, episode_id
+from harness.trajectory import Surface, Trajectory
+from hub.core import Hub
+from taskgen.task import Task
+
+
+def make_agent(name: str, model: str | None = None, base_url: str | None = None, **options: Any) -> Agent:
+    """An agent by name: oracle, null, random or openai (which needs a model)."""
+    if name == "oracle":
+        return OracleAgent()
+    if name == "null":
+        return NullAgent()
+    if name == "random":
+        return RandomAgent()
+    if name == "openai":
+        if not model:
+            raise ValueError("the openai agent needs --model (and --base-url or $OPENAI_BASE_URL)")
+        from harness.openai_agent import OpenAIAgent
+
+        return OpenAIAgent(model, base_url=base_url, **options)
+    raise ValueError(f"unknown agent {name!r}; choose oracle, null, random or openai")
+
+
+@dataclass(frozen=True)
+class Job:
+    task: Task
+    agent: str
+    rollout: int
+
+
+@dataclass
+class RunSummary:
+    run: str
+    ran: int
+    skipped: int
+    seconds: float
+
+
+def plan_jobs(tasks: Sequence[Task], agents: Sequence[Agent], rollouts: int) -> list[Job]:
+    return [Job(t, a.name, r) for t in tasks for a in agents for r in range(rollouts)]
+
+
+def run(
+    hub: Hub,
+    tasks: Sequence[Task],
+    agents: Sequence[Agent],
+    store: RunStore,
+    run_id: str,
+    surface: Surface = "direct",
+    path: Literal["inprocess", "mcp"] = "inprocess",
+    rollouts: int = 1,
+    parallel: int = 1,
+    seed: int = 0,
+    backend: Literal["local", "ray"] = "local",
+    on_episode: Callable[[Trajectory], None] | None = None,
+    config: dict[str, Any] | None = None,
+) -> RunSummary:
+    """Run every (task, agent, rollout) not yet in the store; store each episode as it finishes."""
+    started = time.perf_counter()
+    store.start_run(
+        run_id,
+        {
+            "surface": surface,
+            "path": path,
+            "rollouts": rollouts,
+            "seed": seed,
+            "agents": [a.name for a in agents],
+            **(config or {}),
+        },
+        tasks,
+    )
+    done = store.done(run_id)
+    by_name = {a.name: a for a in agents}
+    todo = [
+        j
+        for j in plan_jobs(tasks, agents, rollouts)
+        if episode_id(run_id, j.task.id, j.agent, surface, j.rollout) not in done
+    ]
+    skipped = len(tasks) * len(agents) * rollouts - len(todo)
+
+    def finish(trajectory: Trajectory, task: Task) -> None:
+        store.add(run_id, trajectory, task)
+        if on_episode is not None:
+            on_episode(trajectory)
+
+    if backend == "ray":
+        from harness.ray_backend import run_on_ray
+
+        for trajectory, task in run_on_ray(hub, todo, by_name, surface, path, seed, parallel):
+            finish(trajectory, task)
+    elif parallel <= 1:
+        for job in todo:
+            finish(run_episode(hub, job.task, by_name[job.agent], surface, path, job.rollout, seed), job.task)
+    else:
+
+        async def main() -> None:
+            limiter = anyio.CapacityLimiter(parallel)
+
+            async def one(job: Job) -> None:
+                trajectory = await anyio.to_thread.run_sync(
+                    run_episode,
+                    hub,
+                    job.task,
+                    by_name[job.agent],
+                    surface,
+                    path,
+                    job.rollout,
+                    seed,
+                    limiter=limiter,
+                )
+                finish(trajectory, job.task)
+
+            async with anyio.create_task_group() as group:
+                for job in todo:
+                    group.start_soon(one, job)
+
+        anyio.run(main)
+    return RunSummary(run_id, len(todo), skipped, time.perf_counter() - started)

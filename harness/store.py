@@ -1,0 +1,212 @@
+"""The run store: SQLite through sqlite-utils (tables runs, tasks, episodes, steps, criteria).
+
+An episode is written in one transaction — its row, its steps and its criterion results — so a
+run killed at any moment (Ctrl-C or kill -9) leaves only whole episodes behind, and resuming the
+run skips exactly those. Episode ids are ``<run>/<task>/<agent>/<surface>/<rollout>``, so the
+same episode is never stored twice. WAL mode keeps readers (reports) and the writer apart.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+
+from harness.trajectory import Trajectory
+from taskgen.task import Task
+
+
+def episode_id(run: str, task_id: str, agent: str, surface: str, rollout: int) -> str:
+    return f"{run}/{task_id}/{agent}/{surface}/{rollout}"
+
+
+class RunStore:
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite_utils.Database(str(self.path))
+        self.db.conn.execute("PRAGMA journal_mode=WAL")
+        self.db.conn.execute("PRAGMA synchronous=NORMAL")
+        self._lock = threading.Lock()
+        self._ensure()
+
+    def _ensure(self) -> None:
+        db = self.db
+        if "runs" not in db.table_names():
+            db.table("runs").create({"id": str, "created": float, "config": str}, pk="id")
+        if "tasks" not in db.table_names():
+            db.table("tasks").create({"run_id": str, "task_id": str, "task": str}, pk=("run_id", "task_id"))
+        if "episodes" not in db.table_names():
+            db.table("episodes").create(
+                {
+                    "id": str,
+                    "run_id": str,
+                    "task_id": str,
+                    "agent": str,
+                    "model": str,
+                    "surface": str,
+                    "path": str,
+                    "rollout": int,
+                    "score": float,
+                    "net_score": float,
+                    "success": int,
+                    "n_calls": int,
+                    "n_errors": int,
+                    "finish_reason": str,
+                    "final_hash": str,
+                    "started_at": float,
+                    "duration_s": float,
+                    "trajectory": str,
+                },
+                pk="id",
+            )
+            db.table("episodes").create_index(["run_id"])
+        if "steps" not in db.table_names():
+            db.table("steps").create(
+                {
+                    "episode_id": str,
+                    "idx": int,
+                    "name": str,
+                    "service": str,
+                    "tool": str,
+                    "kind": str,
+                    "arguments": str,
+                    "envelope": str,
+                    "success": int,
+                    "latency_ms": float,
+                    "diff": str,
+                },
+                pk=("episode_id", "idx"),
+            )
+        if "criteria" not in db.table_names():
+            db.table("criteria").create(
+                {
+                    "episode_id": str,
+                    "criterion_id": str,
+                    "passed": int,
+                    "negative": int,
+                    "weight": float,
+                    "detail": str,
+                    "kind": str,
+                    "service": str,
+                },
+                pk=("episode_id", "criterion_id"),
+            )
+
+    # -- writing -----------------------------------------------------------------------------
+
+    def start_run(self, run: str, config: dict[str, Any], tasks: Iterable[Task]) -> None:
+        with self._lock, self.db.conn:
+            self.db.table("runs").insert({"id": run, "created": time.time(), "config": json.dumps(config)}, ignore=True)
+            self.db.table("tasks").insert_all(
+                ({"run_id": run, "task_id": t.id, "task": t.model_dump_json()} for t in tasks), ignore=True
+            )
+
+    def done(self, run: str) -> set[str]:
+        """Ids of the episodes of ``run`` that are already stored."""
+        return {row["id"] for row in self.db.query("select id from episodes where run_id = ?", [run])}
+
+    def add(self, run: str, trajectory: Trajectory, task: Task | None = None) -> str:
+        """Store one episode atomically; storing it again is a no-op."""
+        key = episode_id(run, trajectory.task_id, trajectory.agent, trajectory.surface, trajectory.rollout)
+        kinds = {c.id: c for c in task.rubric.criteria} if task else {}
+        with self._lock, self.db.conn:
+            if self.db.execute("select 1 from episodes where id = ?", [key]).fetchone():
+                return key
+            self.db.table("episodes").insert(
+                {
+                    "id": key,
+                    "run_id": run,
+                    "task_id": trajectory.task_id,
+                    "agent": trajectory.agent,
+                    "model": trajectory.model or "",
+                    "surface": trajectory.surface,
+                    "path": trajectory.path,
+                    "rollout": trajectory.rollout,
+                    "score": trajectory.score,
+                    "net_score": trajectory.net_score,
+                    "success": int(trajectory.success),
+                    "n_calls": len(trajectory.tool_calls),
+                    "n_errors": trajectory.n_errors,
+                    "finish_reason": trajectory.finish_reason,
+                    "final_hash": trajectory.final_hash,
+                    "started_at": trajectory.started_at,
+                    "duration_s": trajectory.duration_s,
+                    "trajectory": trajectory.model_dump_json(),
+                }
+            )
+            self.db.table("steps").insert_all(
+                {
+                    "episode_id": key,
+                    "idx": c.index,
+                    "name": c.name,
+                    "service": c.service or "",
+                    "tool": c.tool or "",
+                    "kind": c.kind or "",
+                    "arguments": json.dumps(c.arguments),
+                    "envelope": json.dumps(c.envelope),
+                    "success": int(c.ok),
+                    "latency_ms": c.latency_ms,
+                    "diff": json.dumps([d.model_dump(mode="json") for d in c.diff]) if c.diff else "",
+                }
+                for c in trajectory.tool_calls
+            )
+            self.db.table("criteria").insert_all(
+                {
+                    "episode_id": key,
+                    "criterion_id": r.id,
+                    "passed": int(r.passed),
+                    "negative": int(r.negative),
+                    "weight": r.weight,
+                    "detail": r.detail,
+                    "kind": getattr(kinds.get(r.id), "kind", ""),
+                    "service": getattr(kinds.get(r.id), "service", ""),
+                }
+                for r in trajectory.criteria
+            )
+        return key
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def runs(self) -> list[dict[str, Any]]:
+        return list(self.db.query("select id, created, config from runs order by created"))
+
+    def tasks(self, run: str) -> dict[str, Task]:
+        rows = self.db.query("select task from tasks where run_id = ?", [run])
+        return {t.id: t for t in (Task.model_validate_json(r["task"]) for r in rows)}
+
+    def episodes(self, run: str) -> list[dict[str, Any]]:
+        return list(self.db.query("select * from episodes where run_id = ? order by id", [run]))
+
+    def trajectories(self, run: str) -> Iterator[Trajectory]:
+        for row in self.db.query("select trajectory from episodes where run_id = ? order by id", [run]):
+            yield Trajectory.model_validate_json(row["trajectory"])
+
+    def criteria(self, run: str) -> list[dict[str, Any]]:
+        return list(
+            self.db.query(
+                "select c.*, e.task_id, e.agent from criteria c join episodes e on e.id = c.episode_id "
+                "where e.run_id = ?",
+                [run],
+            )
+        )
+
+    def steps(self, run: str) -> list[dict[str, Any]]:
+        return list(
+            self.db.query(
+                "select s.*, e.agent from steps s join episodes e on e.id = s.episode_id where e.run_id = ?", [run]
+            )
+        )
+
+    def export_jsonl(self, run: str, path: str | Path) -> int:
+        count = 0
+        with open(path, "w", encoding="utf-8") as handle:
+            for trajectory in self.trajectories(run):
+                handle.write(trajectory.model_dump_json() + "\n")
+                count += 1
+        return count

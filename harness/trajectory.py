@@ -1,0 +1,69 @@
+"""Trajectories: everything one episode did, as data.
+
+The chat messages are in OpenAI format (what SFT export and the published CompoWorld data use);
+every tool call the agent made is also kept as a structured record with the service, the
+arguments, the envelope, the latency and, for writes, the state diff.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from hub.rubric import CriterionResult
+from servers.state import Change
+
+Surface = Literal["direct", "gateway"]
+FinishReason = Literal["completed", "max_turns", "error", "no_action", "timeout"]
+
+
+class ToolCall(BaseModel):
+    """One call the agent made through its surface."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    index: int
+    name: str  # what the agent called: a qualified tool, or a gateway meta-tool
+    service: str | None  # the service behind it (None for discovery calls)
+    tool: str | None  # the qualified tool behind it
+    kind: Literal["read", "write", "meta"] | None
+    arguments: Any
+    envelope: dict[str, Any]
+    latency_ms: float
+    diff: list[Change] | None = None
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.envelope.get("success"))
+
+
+class Trajectory(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    task_id: str
+    agent: str
+    model: str | None = None
+    surface: Surface = "direct"
+    path: Literal["inprocess", "mcp", "external"] = "inprocess"
+    rollout: int = 0
+    seed: int = 0
+    messages: list[dict[str, Any]] = Field(default_factory=list)
+    # The OpenAI function specs offered are not stored per episode: they follow from the task's
+    # services and the surface, and exports rebuild them (harness.export.tools_for).
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    report: dict[str, Any] = Field(default_factory=dict)
+    final_hash: str = ""
+    criteria: list[CriterionResult] = Field(default_factory=list)
+    score: float = 0.0
+    net_score: float = 0.0
+    success: bool = False
+    finish_reason: FinishReason = "completed"
+    error: str | None = None
+    started_at: float = 0.0
+    duration_s: float = 0.0
+    services: list[str] = Field(default_factory=list)
+
+    @property
+    def n_errors(self) -> int:
+        return sum(1 for c in self.tool_calls if not c.ok)
