@@ -163,7 +163,7 @@ class RandomAgent:
         synth = Synthesizer(Population.generate(task.seed))
         world = env.world
         values: dict[str, list[Any]] = {}
-        for name in world.stateful_services:
+        for name in sorted(world.stateful_services):
             native = world.hub.registry.services[name].native
             for semantic, found in state_values(native, world.slot(name).read_state()).items():
                 values.setdefault(semantic, []).extend(found)

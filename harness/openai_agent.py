@@ -43,6 +43,7 @@ class OpenAIAgent:
         timeout_s: float = 120.0,
     ) -> None:
         self.model = model
+        self.base_url = base_url
         self.max_turns = max_turns
         self.max_tokens = max_tokens
         self.temperature = temperature

@@ -64,7 +64,8 @@ class ScriptedOpenAI:
     """A real HTTP server speaking /v1/chat/completions; replies come from a script, in order."""
 
     def __init__(self) -> None:
-        self.replies: list[Any] = []  # str content, or an int HTTP status to answer with
+        # Each reply: str content, {"content": ..., "tool_calls": [...]}, or an int HTTP status.
+        self.replies: list[Any] = []
         self.requests: list[dict[str, Any]] = []
         owner = self
 
@@ -77,6 +78,15 @@ class ScriptedOpenAI:
                     payload = {"error": {"message": "response_format json_schema is not supported", "type": "invalid"}}
                     self._send(reply, payload)
                     return
+                if isinstance(reply, str):
+                    message = {"role": "assistant", "content": reply}
+                else:
+                    message = {
+                        "role": "assistant",
+                        "content": reply.get("content"),
+                        "tool_calls": reply.get("tool_calls"),
+                    }
+                finish = "tool_calls" if message.get("tool_calls") else "stop"
                 self._send(
                     200,
                     {
@@ -84,9 +94,7 @@ class ScriptedOpenAI:
                         "object": "chat.completion",
                         "created": 0,
                         "model": body.get("model", "scripted"),
-                        "choices": [
-                            {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": reply}}
-                        ],
+                        "choices": [{"index": 0, "finish_reason": finish, "message": message}],
                         "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
                     },
                 )

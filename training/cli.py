@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import typer
 
+from harness import cli as harness_cli
 from hub.cli import app as hub_app
 from servers.cli import app as services_app
 from taskgen.cli import app as tasks_app
@@ -25,6 +26,11 @@ app.add_typer(services_app, name="services")
 app.add_typer(hub_app, name="hub")
 app.add_typer(worldmodel_app, name="worldmodel")
 app.add_typer(tasks_app, name="tasks")
+app.command("run")(harness_cli.run_cmd)
+app.command("report")(harness_cli.report_cmd)
+app.command("demo")(harness_cli.demo)
+app.add_typer(harness_cli.export_app, name="export")
+app.add_typer(harness_cli.eval_app, name="eval")
 
 
 def main() -> None:

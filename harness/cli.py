@@ -1,0 +1,254 @@
+"""``compoworld run | report | export | eval | demo``: run agents on tasks, score, store, report."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+console = Console()
+err = Console(stderr=True)
+StoreOpt = Annotated[Path, typer.Option("--store", help="SQLite run store.")]
+DEFAULT_STORE = Path("runs/runs.db")
+
+eval_app = typer.Typer(
+    help="Evaluate an external MCP client (Claude Desktop, Claude Code, Inspector …).", no_args_is_help=True
+)
+export_app = typer.Typer(help="Export a run's trajectories.", no_args_is_help=True)
+
+
+class SurfaceOpt(StrEnum):
+    direct = "direct"
+    gateway = "gateway"
+
+
+class PathOpt(StrEnum):
+    inprocess = "inprocess"
+    mcp = "mcp"
+
+
+class BackendOpt(StrEnum):
+    local = "local"
+    ray = "ray"
+
+
+class TransportOpt(StrEnum):
+    stdio = "stdio"
+    http = "http"
+
+
+def _progress() -> Progress:
+    return Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err
+    )
+
+
+def run_cmd(
+    tasks: Annotated[Path, typer.Option("--tasks", help="Tasks JSONL (from `compoworld tasks generate`).")],
+    agent: Annotated[
+        list[str] | None, typer.Option("--agent", help="oracle, null, random or openai (repeatable).")
+    ] = None,
+    model: Annotated[str | None, typer.Option(help="Model for the openai agent.")] = None,
+    base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible base URL ($OPENAI_BASE_URL).")] = None,
+    surface: Annotated[
+        SurfaceOpt, typer.Option(help="direct (all tools) or gateway (4 meta-tools).")
+    ] = SurfaceOpt.direct,
+    path: Annotated[PathOpt, typer.Option(help="inprocess (fast) or mcp (in-memory MCP client).")] = PathOpt.inprocess,
+    rollouts: Annotated[int, typer.Option(help="Rollouts per task and agent.")] = 1,
+    parallel: Annotated[int, typer.Option(help="Episodes at once (threads, or Ray actors).")] = 1,
+    backend: Annotated[BackendOpt, typer.Option(help="local or ray.")] = BackendOpt.local,
+    run_name: Annotated[str | None, typer.Option("--run", help="Run name; an existing run resumes.")] = None,
+    store: StoreOpt = DEFAULT_STORE,
+    limit: Annotated[int | None, typer.Option(help="Only the first N tasks.")] = None,
+    max_turns: Annotated[int, typer.Option(help="Turn limit of the openai agent.")] = 30,
+) -> None:
+    """Run agents on tasks; every episode is scored and stored as it finishes (resumable)."""
+    from harness.runner import make_agent, run
+    from harness.store import RunStore
+    from taskgen.generate import default_hub
+    from taskgen.task import read_jsonl
+
+    agent = agent or ["oracle"]
+    loaded = list(read_jsonl(tasks))[:limit]
+    try:
+        agents = [make_agent(a, model, base_url, **({"max_turns": max_turns} if a == "openai" else {})) for a in agent]
+    except ValueError as exc:
+        err.print(f"[red]{exc}[/red]")
+        raise typer.Exit(2) from None
+    name = run_name or f"run-{time.strftime('%Y%m%d-%H%M%S')}"
+    hub = default_hub()
+    runs = RunStore(store)
+    total = len(loaded) * len(agents) * rollouts
+    with _progress() as progress:
+        bar = progress.add_task(f"run {name}", total=total, completed=len([e for e in runs.done(name)]))
+        summary = run(
+            hub,
+            loaded,
+            agents,
+            runs,
+            name,
+            surface.value,
+            path.value,
+            rollouts,
+            parallel,
+            backend=backend.value,
+            on_episode=lambda t: progress.advance(bar),
+        )
+    err.print(
+        f"run {name!r}: {summary.ran} episodes in {summary.seconds:.1f}s ({summary.skipped} already stored) → {store}"
+    )
+    from harness.report import print_report
+
+    print_report(runs, name, console)
+
+
+def report_cmd(
+    run_name: Annotated[str, typer.Argument(help="Run name.")],
+    store: StoreOpt = DEFAULT_STORE,
+    html: Annotated[Path | None, typer.Option(help="HTML report path (default runs/<run>.html).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the metrics as JSON.")] = False,
+) -> None:
+    """Print a run's metrics and write its self-contained HTML report."""
+    from harness.metrics import summary
+    from harness.report import print_report, write_html
+    from harness.store import RunStore
+
+    runs = RunStore(store)
+    if not runs.episodes(run_name):
+        err.print(f"[red]no episodes for run {run_name!r} in {store}[/red]")
+        raise typer.Exit(2)
+    if as_json:
+        print(json.dumps(summary(runs, run_name), indent=2, sort_keys=True))
+    else:
+        print_report(runs, run_name, console)
+    target = write_html(runs, run_name, html or store.parent / f"{run_name}.html")
+    err.print(f"HTML report: {target}")
+
+
+@export_app.command("jsonl")
+def export_jsonl(
+    run_name: Annotated[str, typer.Argument(help="Run name.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="JSONL file.")],
+    store: StoreOpt = DEFAULT_STORE,
+) -> None:
+    """Every trajectory of a run, one JSON object per line."""
+    from harness.store import RunStore
+
+    err.print(f"wrote {RunStore(store).export_jsonl(run_name, out)} trajectories to {out}")
+
+
+@export_app.command("sft")
+def export_sft_cmd(
+    run_name: Annotated[str, typer.Argument(help="Run name.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="JSONL file.")],
+    store: StoreOpt = DEFAULT_STORE,
+    min_score: Annotated[float, typer.Option(help="Keep trajectories with at least this net score.")] = 1.0,
+) -> None:
+    """Verified trajectories in the SFT layout of the published CompoWorld data."""
+    from harness.export import export_sft
+    from harness.store import RunStore
+    from taskgen.generate import default_hub
+
+    count = export_sft(default_hub(), RunStore(store), run_name, out, min_score)
+    err.print(f"wrote {count} SFT records to {out}")
+
+
+@eval_app.command("serve")
+def eval_serve(
+    task_id: Annotated[str, typer.Option("--task", help="Task id.")],
+    tasks: Annotated[Path, typer.Option("--tasks", help="Tasks JSONL.")] = Path("tasks.jsonl"),
+    surface: Annotated[SurfaceOpt, typer.Option(help="direct or gateway.")] = SurfaceOpt.gateway,
+    transport: Annotated[TransportOpt, typer.Option(help="stdio or http.")] = TransportOpt.stdio,
+    session: Annotated[Path | None, typer.Option(help="Session folder (default runs/sessions/<task>).")] = None,
+    port: Annotated[int, typer.Option(help="HTTP port.")] = 8780,
+    token: Annotated[str | None, typer.Option(help="Bearer token for HTTP (default random).")] = None,
+) -> None:
+    """Serve a task's world to an external MCP client, recording every call it makes."""
+    from harness.external import load_task, serve
+
+    task = load_task(tasks, task_id)
+    serve(
+        task,
+        session or Path("runs/sessions") / task_id,
+        surface.value,
+        transport.value,
+        port=port,
+        token=token,
+    )
+
+
+@eval_app.command("score")
+def eval_score(
+    session: Annotated[Path, typer.Option("--session", help="Session folder written by `eval serve`.")],
+    store: StoreOpt = DEFAULT_STORE,
+    run_name: Annotated[str, typer.Option("--run", help="Run to store the episode in.")] = "external",
+    agent: Annotated[str, typer.Option(help="Name for the client, e.g. claude-code.")] = "external",
+    report: Annotated[str | None, typer.Option(help="The client's final report as JSON.")] = None,
+) -> None:
+    """Score a recorded client session into the run store."""
+    from harness.external import score
+    from harness.store import RunStore
+
+    trajectory = score(session, RunStore(store), run_name, agent, json.loads(report) if report else None)
+    console.print(
+        f"score {trajectory.score:.3f}  net {trajectory.net_score:.3f}  "
+        f"{len(trajectory.tool_calls)} calls  stored in run {run_name!r}"
+    )
+
+
+def demo(
+    out: Annotated[Path, typer.Option("--out", help="Folder for everything the demo writes.")] = Path("runs/demo"),
+    n: Annotated[int, typer.Option("-n", help="Tasks to generate.")] = 12,
+    seed: Annotated[int, typer.Option(help="Seed.")] = 0,
+    surface: Annotated[SurfaceOpt, typer.Option(help="Surface the agents use.")] = SurfaceOpt.gateway,
+) -> None:
+    """The whole pipeline offline: hub → tasks → oracle, null and random agents (and the openai agent
+    when $OPENAI_BASE_URL and $COMPOWORLD_MODEL are set) → scores → SFT JSONL → HTML report."""
+    from harness.export import export_sft
+    from harness.report import print_report, write_html
+    from harness.runner import make_agent, run
+    from harness.store import RunStore
+    from taskgen.generate import default_hub, generate, stats
+    from taskgen.task import write_jsonl
+
+    out.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    hub = default_hub()
+    err.print(f"hub: {len(hub.registry.services)} services, {len(hub.registry.tools)} tools")
+    with _progress() as progress:
+        bar = progress.add_task("generating tasks", total=n)
+        generation = generate(n, seed, hub, on_task=lambda t: progress.advance(bar))
+    tasks_file = out / "tasks.jsonl"
+    write_jsonl(generation.tasks, tasks_file)
+    agents = [make_agent(a) for a in ("oracle", "null", "random")]
+    model = os.environ.get("COMPOWORLD_MODEL")
+    if model and os.environ.get("OPENAI_BASE_URL"):
+        agents.append(make_agent("openai", model))
+    store = RunStore(out / "runs.db")
+    name = f"demo-{seed}"
+    with _progress() as progress:
+        bar = progress.add_task("running agents", total=len(generation.tasks) * len(agents))
+        run(hub, generation.tasks, agents, store, name, surface.value, on_episode=lambda t: progress.advance(bar))
+    sft = out / "sft.jsonl"
+    count = export_sft(hub, store, name, sft)
+    html = write_html(store, name, out / "report.html")
+    print_report(store, name, console)
+    info = stats(generation.tasks, dict(generation.rejections))
+    console.print(
+        f"\n{len(generation.tasks)} verified tasks ({info['median_services']:.0f} services and "
+        f"{info['median_transfers']:.0f} transfers per task, median) in {time.perf_counter() - started:.1f}s"
+    )
+    for label, where in (
+        ("tasks", tasks_file),
+        ("run store", store.path),
+        ("SFT data", f"{sft} ({count} records)"),
+        ("HTML report", html),
+    ):
+        console.print(f"  {label:12} {where}")

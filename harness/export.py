@@ -1,0 +1,68 @@
+"""Trajectories as JSONL: raw, or in the SFT layout of the published CompoWorld example data.
+
+An SFT record is ``{"tools": [OpenAI function specs], "messages": [system, user, assistant with
+tool_calls, tool, …], "meta": {task_id, rubric_score, score, n_tool_calls, n_steps, discover_mode,
+finish_reason, services, domain, capabilities}, "source": "compoworld"}``. The tools offered are
+rebuilt from the task's services and the surface (they are not stored per episode).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from harness.env import function_spec
+from harness.store import RunStore
+from harness.trajectory import Trajectory
+from hub.core import Hub
+from hub.surfaces import GATEWAY_TOOLS
+from taskgen.task import Task
+
+
+def tools_for(hub: Hub, task: Task, surface: str) -> list[dict[str, Any]]:
+    listing = GATEWAY_TOOLS if surface == "gateway" else hub.registry.listing(task.mounted)
+    return [function_spec(t) for t in listing]
+
+
+def sft_record(hub: Hub, task: Task, trajectory: Trajectory) -> dict[str, Any]:
+    return {
+        "tools": tools_for(hub, task, trajectory.surface),
+        "messages": trajectory.messages,
+        "meta": {
+            "task_id": task.id,
+            "rubric_score": trajectory.score,
+            "score": trajectory.net_score,
+            "n_tool_calls": len(trajectory.tool_calls),
+            "n_steps": sum(1 for m in trajectory.messages if m.get("role") == "assistant"),
+            "discover_mode": trajectory.surface,
+            "finish_reason": trajectory.finish_reason,
+            "services": task.services,
+            "domain": task.meta.get("domain", []),
+            "capabilities": task.meta.get("capabilities", []),
+            "agent": trajectory.agent,
+            "model": trajectory.model,
+        },
+        "source": "compoworld",
+    }
+
+
+def export_sft(
+    hub: Hub, store: RunStore, run: str, path: str | Path, min_score: float = 1.0, agents: list[str] | None = None
+) -> int:
+    """Write the verified trajectories of ``run`` (net score >= ``min_score``) as SFT JSONL; deduplicated."""
+    tasks = store.tasks(run)
+    seen: set[str] = set()
+    count = 0
+    with open(path, "w", encoding="utf-8") as handle:
+        for trajectory in store.trajectories(run):
+            if trajectory.net_score < min_score or (agents and trajectory.agent not in agents):
+                continue
+            record = sft_record(hub, tasks[trajectory.task_id], trajectory)
+            key = json.dumps(record["messages"], sort_keys=True)
+            if key in seen:
+                continue
+            seen.add(key)
+            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+            count += 1
+    return count

@@ -1,0 +1,83 @@
+"""Episodes on Ray: actors each hold a hub and run episodes; results stream back as they finish.
+
+The driver keeps the run store: every finished episode is stored as soon as ``ray.wait`` returns
+it, so resuming works exactly as with the local backend. Episodes are deterministic, so the Ray
+backend gives the same scores as the local one for the same seeds. ``ray.init`` is called only
+when no Ray instance is connected (``ray.init(address=...)`` beforehand targets a cluster).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from harness.trajectory import Surface, Trajectory
+from hub.core import Hub
+from taskgen.task import Task
+
+if TYPE_CHECKING:
+    from harness.agents import Agent
+    from harness.runner import Job
+
+
+def agent_spec(agent: Agent) -> dict[str, Any]:
+    """What an actor needs to rebuild an agent: its name and, for the openai agent, the endpoint."""
+    spec: dict[str, Any] = {"name": agent.name}
+    if agent.name == "openai":
+        spec.update(
+            model=agent.model, base_url=getattr(agent, "base_url", None), max_turns=getattr(agent, "max_turns", 30)
+        )
+    return spec
+
+
+def hub_spec(hub: Hub) -> dict[str, Any]:
+    """The service set of a hub, for actors to rebuild the same hub (externals cannot travel)."""
+    sources = {name: entry.source for name, entry in hub.registry.services.items()}
+    if "external" in sources.values():
+        raise ValueError("the Ray backend cannot ship external MCP servers to actors; mount them locally")
+    return {"services": sorted(sources), "worldmodel": "simulated" in sources.values()}
+
+
+class EpisodeActor:
+    """Holds one hub and runs episodes on it (wrapped with ``ray.remote`` at run time)."""
+
+    def __init__(self, spec: Mapping[str, Any]) -> None:
+        from taskgen.generate import default_hub
+
+        self.hub = default_hub(spec["services"], worldmodel=spec["worldmodel"])
+
+    def run(
+        self, task_json: str, agent: Mapping[str, Any], surface: Surface, path: str, rollout: int, seed: int
+    ) -> str:
+        from harness.episode import run_episode
+        from harness.runner import make_agent
+
+        options = {k: v for k, v in agent.items() if k not in ("name", "model", "base_url")}
+        built = make_agent(agent["name"], agent.get("model"), agent.get("base_url"), **options)
+        task = Task.model_validate_json(task_json)
+        return run_episode(self.hub, task, built, surface, path, rollout, seed).model_dump_json()  # type: ignore[arg-type]
+
+
+def run_on_ray(
+    hub: Hub, jobs: list[Job], agents: Mapping[str, Agent], surface: Surface, path: str, seed: int, actors: int
+) -> Iterator[tuple[Trajectory, Task]]:
+    import ray
+
+    if not ray.is_initialized():
+        ray.init(num_cpus=max(1, actors), include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
+    remote: Any = ray.remote(EpisodeActor)  # Ray's actor typing does not follow the wrapped class
+    spec = hub_spec(hub)
+    pool: list[Any] = [remote.remote(spec) for _ in range(max(1, actors))]
+    specs = {name: agent_spec(agent) for name, agent in agents.items()}
+    pending: dict[Any, Task] = {}
+    for number, job in enumerate(jobs):
+        actor = pool[number % len(pool)]
+        ref = actor.run.remote(job.task.model_dump_json(), specs[job.agent], surface, path, job.rollout, seed)
+        pending[ref] = job.task
+    while pending:
+        ready, _ = ray.wait(list(pending), num_returns=1)
+        for ref in ready:
+            task = pending.pop(ref)
+            yield Trajectory.model_validate_json(ray.get(ref)), task
+    for actor in pool:
+        ray.kill(actor)
