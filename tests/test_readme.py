@@ -43,7 +43,7 @@ def test_quickstart_has_exactly_two_lines() -> None:
     assert block is not None
     lines = [line for line in block.group(1).splitlines() if line.strip()]
     assert len(lines) == 2
-    assert lines[0].endswith("compoworld services list")
+    assert lines[0].endswith("compoworld demo")
     assert lines[1].endswith("pytest")
 
 
