@@ -191,12 +191,13 @@ def eval_score(
     run_name: Annotated[str, typer.Option("--run", help="Run to store the episode in.")] = "external",
     agent: Annotated[str, typer.Option(help="Name for the client, e.g. claude-code.")] = "external",
     report: Annotated[str | None, typer.Option(help="The client's final report as JSON.")] = None,
+    rollout: Annotated[int, typer.Option(help="Rollout number (several sessions of one task).")] = 0,
 ) -> None:
     """Score a recorded client session into the run store."""
     from harness.external import score
     from harness.store import RunStore
 
-    trajectory = score(session, RunStore(store), run_name, agent, json.loads(report) if report else None)
+    trajectory = score(session, RunStore(store), run_name, agent, json.loads(report) if report else None, rollout)
     console.print(
         f"score {trajectory.score:.3f}  net {trajectory.net_score:.3f}  "
         f"{len(trajectory.tool_calls)} calls  stored in run {run_name!r}"
