@@ -21,7 +21,7 @@ from hub.rubric import Rubric
 from servers.state import Change
 from taskgen.oracle import OracleRun, run_plan
 from taskgen.task import PlanStep, Task, Transfer
-from taskgen.walk import NON_LINKING, Carried, StepInfo, Walk, humanize, noun
+from taskgen.walk import NON_LINKING, Carried, StepInfo, Walk, humanize
 
 REPORTABLE = frozenset(
     {
