@@ -13,8 +13,12 @@ import pytest
 @pytest.mark.slow
 def test_demo_runs_end_to_end(tmp_path: Path) -> None:
     out = tmp_path / "demo"
-    result = subprocess.run([sys.executable, "-m", "training.cli", "demo", "--out", str(out), "-n", "4"],
-                            capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-m", "training.cli", "demo", "--out", str(out), "-n", "4"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr
     for name in ("tasks.jsonl", "runs.db", "sft.jsonl", "report.html"):
         assert (out / name).exists(), name
