@@ -77,9 +77,8 @@ def main() -> None:
         ("easy criteria only", "mean_advantage_easy_only"),
     ):
         values = report[key]
-        print(
-            f"mean GRPO advantage, {label:18}: CFRR {values.get('cfrr', 0):+.3f}   plain fraction {values.get('fraction', 0):+.3f}"
-        )
+        cfrr_adv, plain_adv = values.get("cfrr", 0), values.get("fraction", 0)
+        print(f"mean GRPO advantage, {label:18}: CFRR {cfrr_adv:+.3f}   plain fraction {plain_adv:+.3f}")
 
 
 if __name__ == "__main__":
