@@ -1,0 +1,202 @@
+"""GRPO on CompoWorld with TRL: an ``environment_factory`` class and rubric reward functions.
+
+:class:`CompoWorldEnv` serves every task and every service through the gateway's four meta-tools:
+``reset(**row)`` opens the row's task world (the dataset carries the task as JSON in a ``task``
+column, plus ``task_id``), and its public methods ``list_services``, ``list_tools``,
+``describe_tool`` and ``call_tool`` are the tools TRL offers the policy. The reward functions
+read each rollout's environment and final message (the report), score the world against the
+task's rubric, and turn a group's criterion-pass matrix into rewards: :func:`cfrr_reward` (the
+Completion-Focused Rubric Reward), :func:`rubric_reward` and :func:`success_reward`. Rollouts of
+the same ``task_id`` form the group, as TRL generates ``num_generations`` completions per prompt.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from harness.agents import parse_report
+from hub.core import Hub
+from hub.rubric import ScoreResult
+from hub.surfaces import gateway_call
+from hub.world import World
+from taskgen.task import Task
+from training.rewards import binary_success, cfrr, rubric_fraction
+
+
+class CompoWorldEnv:
+    """One rollout's world; public methods are the gateway's meta-tools (TRL turns them into tools)."""
+
+    hub: ClassVar[Hub | None] = None
+
+    def __init__(self) -> None:
+        self.world: World | None = None
+        self.task: Task | None = None
+
+    @classmethod
+    def shared_hub(cls) -> Hub:
+        if cls.hub is None:
+            from taskgen.generate import default_hub
+
+            cls.hub = default_hub()
+        return cls.hub
+
+    def reset(self, **row: Any) -> str:
+        """Open the world of the row's task; returns the instruction."""
+        if self.world is not None:
+            self.world.close()
+        raw = row["task"]
+        self.task = Task.model_validate(json.loads(raw) if isinstance(raw, str) else raw)
+        self.world = self.shared_hub().open_world(services=self.task.mounted, seed=self.task.seed)
+        return self.task.instruction
+
+    def _call(self, meta: str, arguments: dict[str, Any]) -> str:
+        if self.world is None:
+            return json.dumps({"success": False, "error": {"code": 409, "message": "reset() was not called"}})
+        return json.dumps(gateway_call(self.world, meta, arguments))
+
+    def list_services(self) -> str:
+        """List the services available in this world with their categories and tool counts.
+
+        Returns:
+            A JSON envelope with the services.
+        """
+        return self._call("list_services", {})
+
+    def list_tools(self, service: str) -> str:
+        """List one service's tools: qualified names and one-line descriptions.
+
+        Args:
+            service: Service name from list_services.
+
+        Returns:
+            A JSON envelope with the tools.
+        """
+        return self._call("list_tools", {"service": service})
+
+    def describe_tool(self, tool: str) -> str:
+        """Describe one tool: its full input schema, output schema and whether it writes.
+
+        Args:
+            tool: Qualified tool name, '<service>__<tool>'.
+
+        Returns:
+            A JSON envelope with the tool's schemas.
+        """
+        return self._call("describe_tool", {"tool": tool})
+
+    def call_tool(self, tool_name: str, arguments: dict[str, Any]) -> str:
+        """Call a tool by its qualified name with a JSON object of arguments.
+
+        Args:
+            tool_name: Qualified tool name, '<service>__<tool>'.
+            arguments: Arguments matching the tool's input schema.
+
+        Returns:
+            The tool's JSON envelope.
+        """
+        return self._call("call_tool", {"tool_name": tool_name, "arguments": arguments})
+
+    def result(self, report: dict[str, Any] | None = None) -> ScoreResult:
+        """The rubric result of the world as it is now, with the rollout's report."""
+        if self.world is None or self.task is None:
+            raise RuntimeError("reset() was not called")
+        return self.world.score(self.task.rubric, report=report or {})
+
+    def get_reward(self) -> float:
+        """The rubric score without the report (logged by TRL beside the reward functions)."""
+        return self.result().score
+
+
+def final_text(completion: Any) -> str:
+    """The last assistant text of a completion (a string, or a list of chat messages)."""
+    if isinstance(completion, str):
+        return completion
+    for message in reversed(list(completion or [])):
+        if isinstance(message, dict) and message.get("role") == "assistant" and message.get("content"):
+            return str(message["content"])
+    return ""
+
+
+def _groups(task_ids: Sequence[str]) -> dict[str, list[int]]:
+    groups: dict[str, list[int]] = {}
+    for index, task_id in enumerate(task_ids):
+        groups.setdefault(task_id, []).append(index)
+    return groups
+
+
+def _matrices(
+    environments: Sequence[CompoWorldEnv], completions: Sequence[Any]
+) -> list[tuple[list[float], list[bool], list[float], float | None]]:
+    rows = []
+    for env, completion in zip(environments, completions, strict=True):
+        result = env.result(parse_report(final_text(completion)))
+        positives = [c for c in result.criteria if not c.negative]
+        rows.append(
+            (
+                [1.0 if c.passed else 0.0 for c in positives],
+                [c.passed for c in result.criteria if c.negative],
+                [c.weight for c in positives],
+                env.task.rubric.penalty if env.task else None,
+            )
+        )
+    return rows
+
+
+def _grouped(
+    kind: str, completions: Sequence[Any], task_id: Sequence[str], environments: Sequence[CompoWorldEnv]
+) -> list[float]:
+    rows = _matrices(environments, completions)
+    rewards = [0.0] * len(rows)
+    for indices in _groups(task_id).values():
+        passes = [rows[i][0] for i in indices]
+        negatives = [rows[i][1] for i in indices]
+        weights, penalty = rows[indices[0]][2], rows[indices[0]][3]
+        if kind == "cfrr":
+            values = cfrr(passes, weights, negatives=negatives, penalty=penalty)
+        elif kind == "rubric":
+            values = rubric_fraction(passes, weights, negatives=negatives, penalty=penalty)
+        else:
+            values = binary_success(passes, negatives=negatives)
+        for i, value in zip(indices, values, strict=True):
+            rewards[i] = value
+    return rewards
+
+
+def cfrr_reward(
+    completions: Sequence[Any], task_id: Sequence[str], environments: Sequence[CompoWorldEnv], **kwargs: Any
+) -> list[float]:
+    """TRL reward function: CFRR over each group of rollouts of one task."""
+    return _grouped("cfrr", completions, task_id, environments)
+
+
+def rubric_reward(
+    completions: Sequence[Any], task_id: Sequence[str], environments: Sequence[CompoWorldEnv], **kwargs: Any
+) -> list[float]:
+    """TRL reward function: the plain weighted rubric fraction (net of negative criteria)."""
+    return _grouped("rubric", completions, task_id, environments)
+
+
+def success_reward(
+    completions: Sequence[Any], task_id: Sequence[str], environments: Sequence[CompoWorldEnv], **kwargs: Any
+) -> list[float]:
+    """TRL reward function: 1 when every criterion passes."""
+    return _grouped("success", completions, task_id, environments)
+
+
+def grpo_rows(tasks: Sequence[Task]) -> list[dict[str, Any]]:
+    """Dataset rows for GRPO: a conversational prompt, the task id and the task itself."""
+    from harness.agents import system_prompt
+
+    return [
+        {
+            "prompt": [
+                {"role": "system", "content": system_prompt("gateway")},
+                {"role": "user", "content": t.instruction},
+            ],
+            "task_id": t.id,
+            "task": t.model_dump_json(),
+        }
+        for t in tasks
+    ]
