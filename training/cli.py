@@ -8,6 +8,9 @@ this root only composes them and stays free of heavy imports so that ``compoworl
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated
+
 import typer
 
 from harness import cli as harness_cli
@@ -31,6 +34,37 @@ app.command("report")(harness_cli.report_cmd)
 app.command("demo")(harness_cli.demo)
 app.add_typer(harness_cli.export_app, name="export")
 app.add_typer(harness_cli.eval_app, name="eval")
+
+
+train_app = typer.Typer(help="Train on CompoWorld data with TRL (needs the train extra).", no_args_is_help=True)
+app.add_typer(train_app, name="train")
+
+
+@train_app.command("sft")
+def train_sft_cmd(
+    model: Annotated[str, typer.Option(help="Model path or hub id; 'tiny' builds a local CPU smoke model.")],
+    data: Annotated[list[Path], typer.Option(help="SFT JSONL file(s) (repeatable).")],
+    output: Annotated[Path, typer.Option(help="Where to save the model.")] = Path("runs/sft-model"),
+    max_steps: Annotated[int, typer.Option(help="Stop after this many steps (-1: full epochs).")] = -1,
+    epochs: Annotated[float, typer.Option(help="Epochs.")] = 1.0,
+    learning_rate: Annotated[float, typer.Option(help="Learning rate.")] = 2e-5,
+    batch_size: Annotated[int, typer.Option(help="Per-device batch size.")] = 2,
+    lora: Annotated[bool, typer.Option("--lora", help="Train LoRA adapters (peft) instead of all weights.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+) -> None:
+    """Supervised fine-tuning on verified trajectories (TRL SFTTrainer)."""
+    import json
+
+    from training.sft import train_sft
+
+    result = train_sft(model, list(data), output, max_steps, epochs, learning_rate, batch_size, lora=lora)
+    if as_json:
+        print(json.dumps(result))
+    else:
+        typer.echo(
+            f"trained on {result['examples']} examples; loss {result['losses'][0]:.3f} → "
+            f"{result['losses'][-1]:.3f}; saved to {result['output_dir']}"
+        )
 
 
 def main() -> None:
