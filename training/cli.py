@@ -67,6 +67,32 @@ def train_sft_cmd(
         )
 
 
+@train_app.command("grpo")
+def train_grpo_cmd(
+    model: Annotated[str, typer.Option(help="Model path or hub id; 'tiny' builds a local CPU smoke model.")],
+    tasks: Annotated[Path, typer.Option(help="Tasks JSONL (the prompts and rubrics).")],
+    output: Annotated[Path, typer.Option(help="Where to save the model.")] = Path("runs/grpo-model"),
+    max_steps: Annotated[int, typer.Option(help="Optimizer steps.")] = 10,
+    num_generations: Annotated[int, typer.Option(help="Rollouts per task (the CFRR group).")] = 4,
+    max_completion_length: Annotated[int, typer.Option(help="Tokens per completion.")] = 512,
+    reward: Annotated[str, typer.Option(help="cfrr, rubric or success.")] = "cfrr",
+    lora: Annotated[bool, typer.Option("--lora", help="Train LoRA adapters (peft).")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the logged metrics as JSON.")] = False,
+) -> None:
+    """GRPO with tool calls into task worlds (TRL GRPOTrainer + environment_factory, CFRR reward)."""
+    import json
+
+    from training.grpo import train_grpo
+
+    result = train_grpo(
+        model, str(tasks), str(output), max_steps, num_generations, max_completion_length, reward=reward, lora=lora
+    )
+    if as_json:
+        print(json.dumps(result))
+    else:
+        typer.echo(f"trained {max_steps} GRPO steps on {result['tasks']} tasks; saved to {result['output_dir']}")
+
+
 def main() -> None:
     app()
 

@@ -29,6 +29,7 @@ class CompoWorldEnv:
     """One rollout's world; public methods are the gateway's meta-tools (TRL turns them into tools)."""
 
     hub: ClassVar[Hub | None] = None
+    # TRL offers every public method except reset/get_reward as a tool: keep helpers private.
 
     def __init__(self) -> None:
         self.world: World | None = None
@@ -98,7 +99,7 @@ class CompoWorldEnv:
         """
         return self._call("call_tool", {"tool_name": tool_name, "arguments": arguments})
 
-    def result(self, report: dict[str, Any] | None = None) -> ScoreResult:
+    def _score(self, report: dict[str, Any] | None = None) -> ScoreResult:
         """The rubric result of the world as it is now, with the rollout's report."""
         if self.world is None or self.task is None:
             raise RuntimeError("reset() was not called")
@@ -106,7 +107,7 @@ class CompoWorldEnv:
 
     def get_reward(self) -> float:
         """The rubric score without the report (logged by TRL beside the reward functions)."""
-        return self.result().score
+        return self._score().score
 
 
 def final_text(completion: Any) -> str:
@@ -131,7 +132,7 @@ def _matrices(
 ) -> list[tuple[list[float], list[bool], list[float], float | None]]:
     rows = []
     for env, completion in zip(environments, completions, strict=True):
-        result = env.result(parse_report(final_text(completion)))
+        result = env._score(parse_report(final_text(completion)))
         positives = [c for c in result.criteria if not c.negative]
         rows.append(
             (
@@ -200,3 +201,79 @@ def grpo_rows(tasks: Sequence[Task]) -> list[dict[str, Any]]:
         }
         for t in tasks
     ]
+
+
+def train_grpo(
+    model: str,
+    tasks_file: str,
+    output_dir: str,
+    max_steps: int = 10,
+    num_generations: int = 4,
+    max_completion_length: int = 512,
+    learning_rate: float = 1e-6,
+    reward: str = "cfrr",
+    max_tool_calling_iterations: int = 12,
+    lora: bool = False,
+    sft_data: list[str] | None = None,
+) -> dict[str, Any]:
+    """One GRPO run with TRL: the gateway environment, rubric rewards grouped by task.
+
+    ``model="tiny"`` builds the local smoke model (its tokenizer is trained on ``sft_data`` or on the
+    task instructions). Returns the logged metrics.
+    """
+    import os
+
+    import datasets
+    from trl import GRPOConfig, GRPOTrainer
+
+    from taskgen.task import read_jsonl
+
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    tasks = list(read_jsonl(tasks_file))
+    rows = grpo_rows(tasks)
+    cpu = False
+    if model == "tiny":
+        from training.sft import read_sft, tiny_model, tiny_tokenizer
+
+        texts = [json.dumps(r) for r in read_sft(sft_data)] if sft_data else [json.dumps(r) for r in rows]
+        tokenizer: Any = tiny_tokenizer(texts)
+        network: Any = tiny_model(tokenizer)
+        cpu = True
+    else:
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(model)
+        network = AutoModelForCausalLM.from_pretrained(model)
+    rewards: Any = {"cfrr": cfrr_reward, "rubric": rubric_reward, "success": success_reward}[reward]
+    peft_config = None
+    if lora:
+        from peft import LoraConfig
+
+        peft_config = LoraConfig(
+            r=16, lora_alpha=32, task_type="CAUSAL_LM", target_modules=["q_proj", "k_proj", "v_proj", "o_proj"]
+        )
+    args = GRPOConfig(
+        output_dir=output_dir,
+        max_steps=max_steps,
+        per_device_train_batch_size=num_generations,
+        num_generations=num_generations,
+        max_completion_length=max_completion_length,
+        learning_rate=learning_rate,
+        logging_steps=1,
+        report_to=[],
+        use_cpu=cpu,
+        save_strategy="no",
+        max_tool_calling_iterations=max_tool_calling_iterations,
+    )
+    trainer = GRPOTrainer(
+        model=network,
+        reward_funcs=[rewards],
+        args=args,
+        train_dataset=datasets.Dataset.from_list(rows),
+        processing_class=tokenizer,
+        environment_factory=CompoWorldEnv,
+        peft_config=peft_config,
+    )
+    trainer.train()
+    trainer.save_model(output_dir)
+    return {"log": [dict(h) for h in trainer.state.log_history], "tasks": len(tasks), "output_dir": output_dir}

@@ -64,3 +64,38 @@ def test_train_sft_command_lowers_the_loss(sft_file: Path, tmp_path: Path) -> No
     losses = json.loads(result.stdout.strip().splitlines()[-1])["losses"]
     assert len(losses) >= 4 and losses[-1] < losses[0] * 0.85
     assert (tmp_path / "model" / "config.json").exists()
+
+
+@pytest.mark.slow
+def test_train_grpo_command_runs_a_step_with_the_environment_and_cfrr(sft_file: Path, tmp_path: Path) -> None:
+    tasks = sft_file.parent / "tasks.jsonl"
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "training.cli",
+            "train",
+            "grpo",
+            "--model",
+            "tiny",
+            "--tasks",
+            str(tasks),
+            "--output",
+            str(tmp_path / "grpo"),
+            "--max-steps",
+            "1",
+            "--num-generations",
+            "2",
+            "--max-completion-length",
+            "32",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    log = json.loads(result.stdout.strip().splitlines()[-1])["log"]
+    step = log[0]
+    assert "rewards/cfrr_reward/mean" in step and "tools/call_frequency" in step
+    assert "rewards/CompoWorldEnv/mean" in step  # get_reward of the environment is logged too
