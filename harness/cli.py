@@ -150,14 +150,19 @@ def export_sft_cmd(
     out: Annotated[Path, typer.Option("--out", "-o", help="JSONL file.")],
     store: StoreOpt = DEFAULT_STORE,
     min_score: Annotated[float, typer.Option(help="Keep trajectories with at least this net score.")] = 1.0,
+    surface: Annotated[SurfaceOpt | None, typer.Option(help="Only trajectories on this surface.")] = None,
+    agent: Annotated[list[str] | None, typer.Option(help="Only these agents (repeatable).")] = None,
+    held_out: Annotated[float, typer.Option(help="Fraction of tasks written to <out>.test.jsonl instead.")] = 0.0,
 ) -> None:
     """Verified trajectories in the SFT layout of the published CompoWorld data."""
     from harness.export import export_sft
     from harness.store import RunStore
     from taskgen.generate import default_hub
 
-    count = export_sft(default_hub(), RunStore(store), run_name, out, min_score)
-    err.print(f"wrote {count} SFT records to {out}")
+    count = export_sft(
+        default_hub(), RunStore(store), run_name, out, min_score, agent, surface.value if surface else None, held_out
+    )
+    err.print(f"wrote {count} SFT records to {out}" + (f" and {out.stem}.test.jsonl" if held_out else ""))
 
 
 @eval_app.command("serve")

@@ -8,7 +8,9 @@ rebuilt from the task's services and the surface (they are not stored per episod
 
 from __future__ import annotations
 
+import contextlib
 import json
+import random
 from pathlib import Path
 from typing import Any
 
@@ -48,21 +50,44 @@ def sft_record(hub: Hub, task: Task, trajectory: Trajectory) -> dict[str, Any]:
 
 
 def export_sft(
-    hub: Hub, store: RunStore, run: str, path: str | Path, min_score: float = 1.0, agents: list[str] | None = None
+    hub: Hub,
+    store: RunStore,
+    run: str,
+    path: str | Path,
+    min_score: float = 1.0,
+    agents: list[str] | None = None,
+    surface: str | None = None,
+    held_out: float = 0.0,
+    seed: int = 0,
 ) -> int:
-    """Write the verified trajectories of ``run`` (net score >= ``min_score``) as SFT JSONL; deduplicated."""
+    """Write the verified trajectories of ``run`` (net score >= ``min_score``) as SFT JSONL; deduplicated.
+
+    With ``held_out`` a fraction of the *tasks* (not of the records) goes to ``<stem>.test.jsonl``
+    beside ``path``, so no task is in both files. Returns the records written (both files together).
+    """
     tasks = store.tasks(run)
+    names = sorted(tasks)
+    random.Random(seed).shuffle(names)
+    test_tasks = set(names[: max(1, int(len(names) * held_out))]) if held_out else set()
+    target = Path(path)
     seen: set[str] = set()
     count = 0
-    with open(path, "w", encoding="utf-8") as handle:
+    with contextlib.ExitStack() as files:
+        train = files.enter_context(open(target, "w", encoding="utf-8"))
+        test = train
+        if test_tasks:
+            test = files.enter_context(open(target.with_name(target.stem + ".test.jsonl"), "w", encoding="utf-8"))
         for trajectory in store.trajectories(run):
             if trajectory.net_score < min_score or (agents and trajectory.agent not in agents):
+                continue
+            if surface and trajectory.surface != surface:
                 continue
             record = sft_record(hub, tasks[trajectory.task_id], trajectory)
             key = json.dumps(record["messages"], sort_keys=True)
             if key in seen:
                 continue
             seen.add(key)
+            handle = test if trajectory.task_id in test_tasks else train
             handle.write(json.dumps(record, ensure_ascii=False) + "\n")
             count += 1
     return count

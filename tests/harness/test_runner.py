@@ -136,3 +136,21 @@ def test_ray_backend_gives_the_local_scores(setup: tuple[Hub, list[Task]], tmp_p
         ray.shutdown()
     assert summary.ran == len(tasks) * 3 * 2
     assert _rows(store, "local") == _rows(store, "ray")
+
+
+def test_sft_export_filters_and_holds_out_whole_tasks(setup: tuple[Hub, list[Task]], tmp_path: Path) -> None:
+    import json
+
+    from harness.export import export_sft
+
+    hub, tasks = setup
+    store = RunStore(tmp_path / "runs.db")
+    run(hub, tasks, [make_agent("oracle"), make_agent("null")], store, "r", rollouts=2)
+    out = tmp_path / "sft.jsonl"
+    count = export_sft(hub, store, "r", out, held_out=0.4)
+    train = [json.loads(line) for line in out.read_text().splitlines()]
+    test = [json.loads(line) for line in (tmp_path / "sft.test.jsonl").read_text().splitlines()]
+    assert count == len(train) + len(test) == len(tasks)  # null episodes fail; duplicate rollouts dedupe
+    assert {r["meta"]["task_id"] for r in train}.isdisjoint({r["meta"]["task_id"] for r in test}) and test
+    assert all(r["meta"]["agent"] == "oracle" and r["meta"]["rubric_score"] == 1.0 for r in train + test)
+    assert export_sft(hub, store, "r", out, surface="gateway") == 0
