@@ -36,7 +36,7 @@ from hypothesis_jsonschema import from_schema
 
 from servers.framework import Service, Tool
 from servers.state import snapshot, stable_hash
-from servers.types import semantic_of
+from servers.types import resolve_ref, semantic_of
 from servers.values import state_values
 
 UNKNOWN_ID = "zz-unknown-0000"
@@ -80,15 +80,8 @@ class Report:
 # Schema walking
 
 
-def _resolve(schema: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
-    ref = schema.get("$ref")
-    if isinstance(ref, str) and ref.startswith("#/$defs/"):
-        return dict(defs.get(ref.removeprefix("#/$defs/"), {}))
-    return schema
-
-
 def _branches(schema: dict[str, Any], defs: dict[str, Any]) -> list[dict[str, Any]]:
-    schema = _resolve(schema, defs)
+    schema = resolve_ref(schema, defs)
     if "anyOf" in schema:
         return [b for s in schema["anyOf"] for b in _branches(s, defs) if b.get("type") != "null"]
     if schema.get("type") == "array" and isinstance(schema.get("items"), dict):
@@ -102,7 +95,7 @@ def _is_record(schema: dict[str, Any]) -> bool:
 
 def _described(schema: dict[str, Any], defs: dict[str, Any]) -> bool:
     """A description on the property, its referenced model, its items or its non-null branch."""
-    schema = _resolve(schema, defs) | {k: v for k, v in schema.items() if k != "$ref"}
+    schema = resolve_ref(schema, defs) | {k: v for k, v in schema.items() if k != "$ref"}
     if schema.get("description"):
         return True
     if isinstance(schema.get("items"), dict) and _described(schema["items"], defs):
@@ -148,7 +141,7 @@ def _valid_inputs(tool: Tool, values: dict[str, list[Any]]) -> st.SearchStrategy
             kind = semantic_of(prop)
             if kind in values and draw(st.booleans()):
                 value = draw(st.sampled_from(values[kind]))
-                is_list = _resolve(prop, tool.input_schema.get("$defs", {})).get("type") == "array"
+                is_list = resolve_ref(prop, tool.input_schema.get("$defs", {})).get("type") == "array"
                 args[name] = [value] if is_list else value
         return args
 
@@ -163,7 +156,7 @@ def _mutations(tool: Tool, args: dict[str, Any]) -> list[tuple[str, Any]]:
     for name in schema.get("required", []):
         variants.append((f"missing {name!r}", {k: v for k, v in args.items() if k != name}))
     for name, prop in schema.get("properties", {}).items():
-        types = {b.get("type") for b in [_resolve(prop, schema.get("$defs", {})), *prop.get("anyOf", [])]}
+        types = {b.get("type") for b in [resolve_ref(prop, schema.get("$defs", {})), *prop.get("anyOf", [])]}
         types.discard(None)
         if types and "null" not in types and len(types) == 1:
             wrong = WRONG_TYPED.get(str(next(iter(types))))
@@ -282,7 +275,7 @@ def _check_tool(
         if own:
             unknown = {**args, **{n: UNKNOWN_ID for n in own}}
             for name in own:
-                if _resolve(tool.input_schema["properties"][name], {}).get("type") == "array":
+                if resolve_ref(tool.input_schema["properties"][name], {}).get("type") == "array":
                     unknown[name] = [UNKNOWN_ID]
             envelope, changed = run(unknown)
             if envelope.get("success") or changed:

@@ -56,6 +56,14 @@ def id_type(service: str, entity: str) -> Any:
     return Annotated[str, ident(service, entity)]
 
 
+def resolve_ref(schema: Any, defs: Any) -> dict[str, Any]:
+    """A ``{"$ref": "#/$defs/Name"}`` schema replaced by its definition (other schemas as they are)."""
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        return dict(defs.get(ref.removeprefix("#/$defs/"), {}))
+    return schema
+
+
 def semantic_of(schema: dict[str, Any]) -> str | None:
     """The semantic type of a JSON-schema property, looking through arrays and ``anyOf`` (optional)."""
     if SEMANTIC_KEY in schema:

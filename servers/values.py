@@ -10,14 +10,7 @@ from typing import Any
 
 from servers.framework import Service
 from servers.state import snapshot
-from servers.types import semantic_of
-
-
-def _resolve(schema: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
-    ref = schema.get("$ref")
-    if isinstance(ref, str) and ref.startswith("#/$defs/"):
-        return dict(defs.get(ref.removeprefix("#/$defs/"), {}))
-    return schema
+from servers.types import resolve_ref, semantic_of
 
 
 def state_values(service: Service[Any] | None, state: Any) -> dict[str, list[Any]]:
@@ -27,7 +20,7 @@ def state_values(service: Service[Any] | None, state: Any) -> dict[str, list[Any
     found: dict[str, list[Any]] = {}
 
     def walk(schema: dict[str, Any], value: Any) -> None:
-        schema = _resolve(schema, defs)
+        schema = resolve_ref(schema, defs)
         kind = semantic_of(schema) if "properties" not in schema else None
         if kind and isinstance(value, str | int | float) and not isinstance(value, bool):
             bucket = found.setdefault(kind, [])

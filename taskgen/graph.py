@@ -18,7 +18,7 @@ from typing import Any
 import networkx as nx
 
 from hub.registry import Registry, ToolEntry
-from servers.types import SEMANTIC_KEY
+from servers.types import SEMANTIC_KEY, resolve_ref
 
 NON_LINKING = frozenset(
     {
@@ -45,20 +45,13 @@ NON_LINKING = frozenset(
 )
 
 
-def _resolve(schema: Mapping[str, Any], defs: Mapping[str, Any]) -> Mapping[str, Any]:
-    ref = schema.get("$ref")
-    if isinstance(ref, str) and ref.startswith("#/$defs/"):
-        return defs.get(ref.removeprefix("#/$defs/"), {})
-    return schema
-
-
 def field_types(schema: Mapping[str, Any], defs: Mapping[str, Any] | None = None, depth: int = 0) -> set[str]:
     """Every semantic type found anywhere in a (result) schema."""
     defs = defs if defs is not None else schema.get("$defs", {})
     found: set[str] = set()
     if depth > 6:
         return found
-    schema = _resolve(schema, defs)
+    schema = resolve_ref(schema, defs)
     if SEMANTIC_KEY in schema:
         found.add(str(schema[SEMANTIC_KEY]))
     for key in ("items", "additionalProperties"):

@@ -21,7 +21,7 @@ from hub.core import Hub
 from hub.registry import ToolEntry
 from hub.world import World
 from servers.state import diff
-from servers.types import SEMANTIC_KEY
+from servers.types import SEMANTIC_KEY, resolve_ref
 from servers.values import state_values
 from taskgen.graph import NON_LINKING, field_types, param_types
 from worldmodel.rules import Synthesizer
@@ -206,9 +206,9 @@ def humanize(name: str) -> str:
 
 
 def _resolve(schema: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
-    ref = schema.get("$ref")
-    if isinstance(ref, str) and ref.startswith("#/$defs/"):
-        return dict(defs.get(ref.removeprefix("#/$defs/"), {}))
+    """Like :func:`servers.types.resolve_ref`, also taking the non-null branch of an optional."""
+    if "$ref" in schema:
+        return resolve_ref(schema, defs)
     for branch in schema.get("anyOf", []):
         if branch.get("type") != "null":
             return _resolve(branch, defs)
