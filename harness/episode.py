@@ -6,7 +6,7 @@ import random
 import time
 from typing import Literal
 
-from harness.agents import Agent
+from harness.agents import Agent, AgentResult
 from harness.env import InProcessEnv, MCPEnv, ToolEnv
 from harness.trajectory import Surface, Trajectory
 from hub.core import Hub
@@ -32,8 +32,6 @@ def run_episode(
     try:
         result = agent.run(task, env, rng)
     except Exception as exc:  # an agent bug ends its episode, not the run
-        from harness.agents import AgentResult
-
         result = AgentResult([], {}, "error", f"{type(exc).__name__}: {exc}")
     finally:
         env.close()

@@ -16,7 +16,7 @@ from typing import Any, Literal, Protocol
 
 import mcp_types as types
 
-from servers.framework import Envelope, Service, ServiceState, Source, Tool
+from servers.framework import Envelope, Service, Source, Tool
 from servers.serving import mcp_tool
 
 TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -32,9 +32,9 @@ def qualify(service: str, tool: str) -> str:
 
 
 class ToolBackend(Protocol):
-    """How a world runs one source's tools: native services hold a state; others do not."""
+    """How a world runs the tools of a source without state in the world (an external server)."""
 
-    def call(self, state: Any, tool: str, arguments: dict[str, Any]) -> Envelope: ...
+    def call(self, world: Any, tool: str, arguments: dict[str, Any]) -> Envelope: ...
 
 
 @dataclass(frozen=True)
@@ -83,7 +83,7 @@ class ServiceEntry:
     tools: tuple[ToolEntry, ...]
     origin: str
     native: Service[Any] | None = None
-    backend: Any = None
+    backend: ToolBackend | None = None
 
     @property
     def stateful(self) -> bool:
@@ -187,7 +187,3 @@ class Registry:
         if unknown:
             raise KeyError(f"unknown service(s) {unknown}; known: {', '.join(self.services)}")
         return names
-
-
-def empty_state_map() -> dict[str, ServiceState]:
-    return {}

@@ -21,7 +21,7 @@ from hub.rubric import Rubric
 from servers.state import Change
 from taskgen.oracle import OracleRun, run_plan
 from taskgen.task import PlanStep, Task, Transfer
-from taskgen.walk import NON_LINKING, Carried, StepInfo, Walk, humanize
+from taskgen.walk import Carried, StepInfo, Walk, humanize
 
 REPORTABLE = frozenset(
     {
@@ -244,7 +244,7 @@ def compose(
 ) -> tuple[Task, OracleRun]:
     """The task for an executed walk (plan, rubric, report, policies, instruction) and its oracle run."""
     steps = walk.steps
-    mentions: dict[tuple[int, str], Carried] = getattr(walk, "mentions", {})
+    mentions = walk.mentions
     plan = [PlanStep(tool=s.entry.qualified, arguments=s.arguments) for s in steps]
     services = walk.services
     mounted = sorted({*services, *distractors})
@@ -318,7 +318,7 @@ def compose(
         meta={
             "walk": [s.entry.qualified for s in steps],
             "n_steps": len(steps),
-            "n_writes": len(written and [s for s in steps if s.entry.kind == "write"]),
+            "n_writes": sum(1 for s in steps if s.entry.kind == "write"),
             "capabilities": sorted({s.entry.kind for s in steps}),
             "domain": sorted({walk.world.hub.registry.services[n].category for n in services}),
             "carried_values": sorted({str(v) for v in carried_values}),
@@ -416,6 +416,3 @@ def leaks(task: Task) -> list[str]:
         if len(needle) >= 3 and needle not in given and needle in text:
             found.append(str(value))
     return found
-
-
-_ = NON_LINKING  # re-exported for callers that filter linkable types

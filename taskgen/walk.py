@@ -24,6 +24,7 @@ from servers.state import diff
 from servers.types import SEMANTIC_KEY, resolve_ref
 from servers.values import state_values
 from taskgen.graph import NON_LINKING, field_types, param_types
+from taskgen.task import resolve
 from worldmodel.rules import Synthesizer
 
 ANCHOR_TYPES = (
@@ -170,6 +171,7 @@ class Walk:
     steps: list[StepInfo]
     pool: list[Carried]
     world: World
+    mentions: dict[tuple[int, str], Carried] = field(default_factory=dict)  # (step, free-text arg) → value
 
     @property
     def services(self) -> list[str]:
@@ -387,22 +389,17 @@ class Walker:
         pool: list[Carried],
     ) -> StepInfo | None:
         args, given, carried = filled
-        from taskgen.task import resolve
-
         resolved = resolve(args, [s.envelope for s in self._steps])
         for name in [n for n, v in given.items() if v is None]:
             text = self.text_for(entry, name, rng, pool)
             args[name] = resolved[name] = given[name] = text
-        before = (
-            world.slot(entry.service).hash()
-            if entry.kind == "write" and entry.service in world.stateful_services
-            else None
-        )
+        stateful = entry.kind == "write" and entry.service in world.stateful_services
+        before = world.slot(entry.service).hash() if stateful else None
         envelope = world.call(entry.qualified, resolved)
         if not envelope.get("success"):
             return None
         if before is not None and world.slot(entry.service).hash() == before:
-            return None  # a write that changes nothing gives the rubric nothing to check
+            return None  # changed nothing: refused before a record is drawn, so the walk's RNG is untouched
         step = StepInfo(index, entry, args, resolved, envelope, given, carried)
         records = records_of(entry, envelope.get("data"))
         anchored = [r for r in records if anchor_of(r[1], r[2])]
@@ -459,7 +456,7 @@ class Walker:
                 if step is None:
                     break
                 self._steps.append(step)
-            result = Walk(self._steps, pool, world)
+            result = Walk(self._steps, pool, world, dict(self._mentions))
         except Exception:
             world.close()
             raise
@@ -472,7 +469,6 @@ class Walker:
         if not any(s.entry.kind == "write" for s in result.steps):
             world.close()
             raise WalkError("no_write")
-        result.mentions = dict(self._mentions)  # type: ignore[attr-defined]
         return result
 
     def _next(self, world: World, index: int, rng: random.Random, pool: list[Carried]) -> StepInfo | None:
