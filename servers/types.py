@@ -166,3 +166,4 @@ ReferenceCode = Annotated[
     ),
 ]
 PayloadText = Annotated[str, sem("payload_text", "JSON or text payload delivered to a webhook.", max_length=20_000)]
+Total = Annotated[float, sem("total", "Sum of a numeric field over a group of records.")]

@@ -1,0 +1,1 @@
+"""Service construction: catalog specs → native typed services (template or LLM), verified or simulated."""

@@ -1,0 +1,178 @@
+"""Seed helpers for built services: draw realistic values from the shared world population.
+
+Generated seed functions call these, so a built service's initial data uses the same people,
+companies and products as every hand-written service (the CRM contact is the fleet driver is the
+payroll employee). :func:`default_seed` is the seed a field gets when its spec gives none.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import random
+import re
+from typing import Any
+
+from servers.population import Company, Person, Population, Product
+
+WORDS = ("review", "update", "renewal", "setup", "migration", "audit", "request", "plan", "upgrade", "check")
+SENTENCES = (
+    "Follow up with the customer before the end of the week.",
+    "Details were confirmed by phone; see the attached notes.",
+    "Needs a second look from the team lead.",
+    "Raised during the weekly sync; low risk.",
+    "Customer asked for an update on the timeline.",
+    "Blocked until the vendor answers.",
+)
+_DEFAULTS = {
+    "email_address": "person:_.email",
+    "person_name": "person:_.name",
+    "phone_number": "person:_.phone",
+    "job_title": "person:_.title",
+    "department": "person:_.department",
+    "username": "person:_.username",
+    "company_name": "company:_.name",
+    "web_domain": "company:_.domain",
+    "url": "company:_.url",
+    "street_address": "company:_.address",
+    "city": "company:_.city",
+    "country_code": "company:_.country",
+    "currency_code": "company:_.currency",
+    "product_name": "product:_.name",
+    "product_sku": "product:_.sku",
+    "money_amount": "number:10..5000",
+    "percentage": "number:0..100",
+    "quantity": "int:1..500",
+    "count": "int:0..50",
+    "rating": "int:1..5",
+    "duration_minutes": "int:15..240",
+    "duration_hours": "number:0.5..40",
+    "duration_days": "number:1..10",
+    "date_time": "past:0..90",
+    "date": "past:0..90",
+    "flag": "bool:0.5",
+    "tag": "choice:internal|review|priority|q3|vip|follow-up",
+    "title": "text:{pick:Quarterly|Annual|Monthly|Urgent|Routine} {pick:review|update|renewal|check|request}",
+    "document_text": "text:{pick:" + "|".join(SENTENCES) + "}",
+    "note": "text:{pick:" + "|".join(SENTENCES) + "}",
+    "message_text": "text:{pick:" + "|".join(SENTENCES) + "}",
+    "location": "company:_.city",
+    "time_zone": "choice:Europe/Berlin|America/New_York|Asia/Tokyo|Europe/London|America/Chicago",
+    "mime_type": "choice:application/pdf|text/plain|image/png|text/csv",
+    "file_name": "pattern:doc-####.pdf",
+    "reference_code": "pattern:REF-#####",
+    "bank_account": "pattern:DE##############",
+    "search_query": "choice:invoice|renewal|urgent",
+    "channel_name": "choice:general|ops|sales|support",
+    "event_name": "choice:record.created|record.updated",
+    "cell_ref": "pattern:A#",
+    "cell_value": "int:1..999",
+    "payload_text": 'const:"{}"',
+    "total": "number:0..10000",
+    "page_limit": "int:1..50",
+    "page_offset": "int:0..10",
+}
+
+
+def default_seed(semantic: str, python: str, enum: list[str] | None, bounds: tuple[float, float] | None) -> str:
+    """The seed of a field whose spec gives none, from its semantic type."""
+    if enum:
+        return "choice"
+    if semantic in _DEFAULTS:
+        return _DEFAULTS[semantic]
+    if python in ("int", "float"):
+        lo, hi = bounds or (0, 100)
+        return f"{'int' if python == 'int' else 'number'}:{lo:g}..{min(hi, lo + 1000):g}"
+    if python == "bool":
+        return "bool:0.5"
+    if python in ("datetime", "date"):
+        return "past:0..90"
+    return "text:{pick:" + "|".join(w.capitalize() for w in WORDS) + "} {pick:A|B|C|D}"
+
+
+class Slots:
+    """The people, companies and products one seeded record draws, by slot name."""
+
+    def __init__(self, rng: random.Random, world: Population) -> None:
+        self.rng, self.world = rng, world
+        self.people: dict[str, Person] = {}
+        self.companies: dict[str, Company] = {}
+        self.products: dict[str, Product] = {}
+
+    def person(self, slot: str, pool: str = "person") -> Person:
+        if slot not in self.people:
+            people = {"employee": self.world.employees, "contact": self.world.contacts}.get(pool, self.world.people)
+            self.people[slot] = self.rng.choice(people)
+        return self.people[slot]
+
+    def company(self, slot: str) -> Company:
+        if slot not in self.companies:
+            self.companies[slot] = self.rng.choice([c for c in self.world.companies if c.relation != "self"])
+        return self.companies[slot]
+
+    def product(self, slot: str) -> Product:
+        if slot not in self.products:
+            self.products[slot] = self.rng.choice(self.world.products)
+        return self.products[slot]
+
+
+def person_attr(person: Person, attr: str) -> str:
+    return str(getattr(person, attr))
+
+
+def company_attr(company: Company, attr: str) -> str:
+    if attr == "url":
+        return f"https://{company.domain}"
+    if attr == "country":
+        return company.country if re.fullmatch(r"[A-Z]{2}", company.country) else "US"
+    return str(getattr(company, attr))
+
+
+def product_attr(product: Product, attr: str) -> Any:
+    return getattr(product, attr)
+
+
+def pattern(rng: random.Random, template: str) -> str:
+    """``#`` becomes a digit (the first one 1-9), ``?`` a capital letter, anything else stays."""
+    out = []
+    for i, char in enumerate(template):
+        if char == "#":
+            first = i == 0 or template[i - 1] != "#"
+            out.append(str(rng.randint(1, 9) if first else rng.randint(0, 9)))
+        elif char == "?":
+            out.append(chr(rng.randint(65, 90)))
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+def number(rng: random.Random, lo: float, hi: float) -> float:
+    return round(rng.uniform(lo, hi), 2)
+
+
+def days_from(now: dt.datetime, rng: random.Random, lo: float, hi: float) -> dt.datetime:
+    """``now`` moved by a whole number of minutes between ``lo`` and ``hi`` days."""
+    minutes = rng.randint(int(lo * 1440), int(hi * 1440))
+    return now + dt.timedelta(minutes=minutes)
+
+
+def text(rng: random.Random, template: str, values: dict[str, Any]) -> str:
+    """Fill ``{pick:a|b}`` with a choice and ``{field}`` with another value of the record."""
+
+    def fill(match: re.Match[str]) -> str:
+        key = match.group(1)
+        if key.startswith("pick:"):
+            return rng.choice(key[5:].split("|"))
+        return str(values.get(key) or "")
+
+    return re.sub(r"\{([^{}]+)\}", fill, template).strip() or "untitled"
+
+
+def const(literal: str) -> Any:
+    return json.loads(literal)
+
+
+def stamps(rng: random.Random, now: dt.datetime, max_age_days: int = 180) -> tuple[dt.datetime, dt.datetime]:
+    """``(created_at, updated_at)`` of a seeded record, both in the past."""
+    created = days_from(now, rng, -max_age_days, -1)
+    return created, min(now, days_from(created, rng, 0, 20))
