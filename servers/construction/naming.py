@@ -31,7 +31,8 @@ class Names:
     def __init__(self, spec: ServiceSpec) -> None:
         self.spec = spec
         self.state = f"{camel(spec.name)}State"
-        self.cls = {e: camel(e) for e in spec.entities}
+        framework = {"Service", "Record", "ServiceState", "Page", "Field", "Population", "Slots", "Any", "Literal"}
+        self.cls = {e: camel(e) + ("Item" if camel(e) in framework else "") for e in spec.entities}
         self.id_alias = {e: f"{camel(e)}Id" for e in spec.entities}
         taken = set(self.cls.values()) | set(self.id_alias.values()) | {s.alias for s in SHARED.values()}
         taken |= {self.state, "Record", "Service", "Page", "Field", "Any", "Literal", "Annotated"}

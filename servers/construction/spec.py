@@ -76,6 +76,7 @@ follows from the semantic type (see ``servers.construction.seeding.default_seed`
 from __future__ import annotations
 
 import json
+import keyword
 import re
 from pathlib import Path
 from typing import Any, Literal
@@ -92,6 +93,11 @@ WRITE_OPS = ("create", "update", "transition", "delete", "adjust", "append", "re
 OPS = Literal["list", "get", "aggregate", "create", "update", "transition", "delete", "adjust", "append", "remove"]
 COND_OPS = Literal["==", "!=", "<", "<=", ">", ">=", "in", "not_in", "present", "absent"]
 AUTO_FIELDS = ("id", "created_at", "updated_at")
+#: Names the generated code uses for its own variables (or Python keywords): not for fields or params.
+RESERVED = frozenset(
+    {"state", "record", "now", "rows", "groups", "ordered", "new_value", "query", "offset", "limit", "service", "r",
+     "v", "self", "cls", *keyword.kwlist, *AUTO_FIELDS}
+)  # fmt: skip
 SEED_KINDS = (
     "person", "employee", "contact", "company", "product", "choice", "int", "number", "past", "future",
     "pattern", "text", "bool", "const", "ref", "none",
@@ -358,12 +364,8 @@ def _entity_problems(spec: ServiceSpec, name: str, entity: EntitySpec) -> list[s
     problems: list[str] = []
     for field_name, field in entity.fields.items():
         where = f"entity {name!r} field {field_name!r}"
-        if (
-            not re.fullmatch(NAME, field_name)
-            or field_name in AUTO_FIELDS
-            or field_name in ("query", "offset", "limit")
-        ):
-            problems.append(f"{where}: reserved or invalid field name")
+        if not re.fullmatch(NAME, field_name) or field_name in RESERVED:
+            problems.append(f"{where}: invalid or reserved field name (reserved: {', '.join(sorted(RESERVED))})")
         problems.extend(_type_problems(spec, field.type, where))
         problems.extend(_seed_problems(spec, name, field_name, field))
         if field.type.startswith("ref:"):
@@ -416,6 +418,8 @@ def _tool_problems(spec: ServiceSpec, tool: ToolSpec) -> list[str]:
         if bad:
             problems.append(f"{where}: {label} names unknown states {bad}")
     for pname, param in tool.params.items():
+        if not re.fullmatch(NAME, pname) or pname in RESERVED:
+            problems.append(f"{where} param {pname!r}: invalid or reserved name")
         problems.extend(_type_problems(spec, param.type, f"{where} param {pname!r}"))
         if param.field is not None and param.field not in entity.fields:
             problems.append(f"{where} param {pname!r}: stores into unknown field {param.field!r}")

@@ -373,6 +373,7 @@ class ToolWriter:
         for name in fields:
             self.body.add(f"if {name} is not None:")
             self.body.add(f"record.{name} = {name}", 2)
+        self.store_params()
         self.apply_set("record")
         self.cascades()
         self.body.add("record.updated_at = now")
@@ -458,6 +459,7 @@ class ToolWriter:
         self.guards()
         self.body.add("now = state.tick()")
         self.body.add(f"record.{tool.field} = new_value")
+        self.store_params()
         self.apply_set("record")
         self.cascades()
         self.body.add("record.updated_at = now")

@@ -18,11 +18,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from servers.conformance import check_service
 from servers.construction.naming import Names
 from servers.construction.scenarios import run_scenarios
 from servers.construction.spec import ServiceSpec
 from servers.construction.tools import ToolWriter
-from servers.conformance import check_service
 from servers.framework import Service
 from servers.types import resolve_ref, semantic_of
 
