@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from enum import StrEnum
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -13,8 +15,11 @@ from rich.table import Table
 from servers.framework import Service, Tool
 from servers.registry import UnknownService, all_services, get_service
 
-app = typer.Typer(help="Inspect, check and serve the tool services.", no_args_is_help=True)
+app = typer.Typer(help="Inspect, check, build, verify and serve the tool services.", no_args_is_help=True)
 console = Console()
+
+#: Providers of rows for services served by other packages (the world model registers its own).
+EXTRA_ROWS: list[Callable[[], list[dict[str, Any]]]] = []
 
 
 class Transport(StrEnum):
@@ -65,9 +70,18 @@ def signature(tool: Tool) -> str:
 @app.command("list")
 def list_services(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+    source: Annotated[
+        str | None, typer.Option(help="Only services of this source: hand-written, built, simulated, external.")
+    ] = None,
 ) -> None:
-    """List every registered service with its tool counts."""
+    """List every service (hand-written, built, simulated) with its source and tool counts."""
     rows = [service_summary(s) for s in all_services().values()]
+    known = {r["name"] for r in rows}
+    rows += sorted(
+        (r for provider in EXTRA_ROWS for r in provider() if r["name"] not in known), key=lambda r: r["name"]
+    )
+    if source:
+        rows = [r for r in rows if r["source"] == source]
     if as_json:
         print(json.dumps(rows, indent=2))
         return
@@ -139,6 +153,79 @@ def check(
         report = check_service(_lookup(name), examples=examples)
         console.print(str(report), style="green" if report.ok else "red", highlight=False)
         failed += not report.ok
+    if failed:
+        raise typer.Exit(1)
+
+
+class Backend(StrEnum):
+    template = "template"
+    llm = "llm"
+
+
+@app.command("build")
+def build(
+    specs: Annotated[list[Path] | None, typer.Argument(help="Spec files (servers/catalog/<name>.json).")] = None,
+    all_specs: Annotated[bool, typer.Option("--all", help="Build every spec of the catalog.")] = False,
+    backend: Annotated[Backend, typer.Option(help="template (deterministic compiler) or llm (coding model).")] = (
+        Backend.template
+    ),
+    model: Annotated[str | None, typer.Option(help="Model name for the llm backend.")] = None,
+    base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible endpoint of the llm backend.")] = None,
+    examples: Annotated[int, typer.Option(help="Generated inputs per tool in the conformance check.")] = 4,
+) -> None:
+    """Build specs into native services; those that fail verification are routed to the world model."""
+    from servers.construction.pipeline import build as build_one
+    from servers.construction.pipeline import template_writer
+    from servers.construction.spec import CATALOG_DIR, load_spec
+
+    paths = sorted(CATALOG_DIR.glob("*.json")) if all_specs else list(specs or [])
+    if not paths:
+        console.print("[red]give spec files or --all[/red]")
+        raise typer.Exit(2)
+    writer = template_writer
+    if backend is Backend.llm:
+        from servers.construction.llm import LLMWriter
+
+        if not model:
+            console.print("[red]the llm backend needs --model[/red]")
+            raise typer.Exit(2)
+        writer = LLMWriter(model, base_url=base_url)
+    routed = 0
+    for path in paths:
+        try:
+            spec = load_spec(path)
+        except ValueError as exc:
+            console.print(f"[red]{exc}[/red]")
+            raise typer.Exit(2) from None
+        result = build_one(spec, writer, backend=backend.value, examples=examples)
+        routed += not result.ok
+        where = "servers/built" if result.ok else "world model"
+        console.print(f"{result.verification.summary()}\n  -> {where}", style="green" if result.ok else "yellow",
+                      highlight=False)  # fmt: skip
+    console.print(f"{len(paths) - routed} built, {routed} routed to the world model")
+
+
+@app.command("verify")
+def verify_services(
+    names: Annotated[list[str] | None, typer.Argument(help="Services to verify.")] = None,
+    all_services_: Annotated[bool, typer.Option("--all", help="Every mounted native service.")] = False,
+    examples: Annotated[int, typer.Option(help="Generated inputs per tool in the conformance check.")] = 4,
+    workers: Annotated[int, typer.Option(help="Processes to verify in parallel.")] = 1,
+) -> None:
+    """Verify native services: conformance for all; for built ones also spec conformance and scenarios."""
+    from servers.construction.verify import verify_named
+
+    chosen = list(all_services()) if all_services_ else list(names or [])
+    if not chosen:
+        console.print("[red]give service names or --all[/red]")
+        raise typer.Exit(2)
+    for name in chosen:
+        _lookup(name)
+    failed = 0
+    for summary, ok in verify_named(chosen, examples=examples, workers=workers):
+        console.print(summary, style="green" if ok else "red", highlight=False)
+        failed += not ok
+    console.print(f"{len(chosen) - failed} of {len(chosen)} verified")
     if failed:
         raise typer.Exit(1)
 

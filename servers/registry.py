@@ -1,6 +1,7 @@
 """Discovery of every registered service.
 
-A service is registered by existing: every module of ``servers.native`` that defines a module-level
+A service is registered by existing: every module of ``servers.native`` (hand-written) and of
+``servers.built`` (built from the catalog and verified) that defines a module-level
 ``service`` (a :class:`~servers.framework.Service`) is found, and so is every object named by an
 entry point of the ``compoworld.services`` group (``name = "package.module:service"``), which is
 how a separately installed package adds services without touching this repository.
@@ -25,11 +26,16 @@ class UnknownService(KeyError):
 
 
 def _native_modules() -> list[str]:
+    """Hand-written services (``servers.native``), then verified built ones (``servers.built``)."""
+    import servers.built as built
     import servers.native as native
 
-    return sorted(
-        f"{native.__name__}.{m.name}" for m in pkgutil.iter_modules(native.__path__) if not m.name.startswith("_")
-    )
+    return [
+        f"{package.__name__}.{m.name}"
+        for package in (native, built)
+        for m in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name)
+        if not m.name.startswith("_")
+    ]
 
 
 @lru_cache(maxsize=1)

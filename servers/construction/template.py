@@ -94,8 +94,9 @@ def _field_line(spec: ServiceSpec, names: Names, name: str, field: FieldSpec) ->
         options.append("default=None")
     elif field.default is not None:
         options.append(f"default={field.default!r}")
-    if field.description:
-        options.append(f"description={lit(field.description)}")
+    description = field.description or (_type_description(spec, field.type) if field.list else None)
+    if description:
+        options.append(f"description={lit(description)}")
     if not options:
         return f"    {name}: {annotation}"
     if options == [f"default={field.default!r}"]:
@@ -103,8 +104,18 @@ def _field_line(spec: ServiceSpec, names: Names, name: str, field: FieldSpec) ->
     return f"    {name}: {annotation} = Field({', '.join(options)})"
 
 
+def _type_description(spec: ServiceSpec, type_name: str) -> str:
+    kind, _, local = spec.field_type(type_name)
+    if local is not None:
+        return local.description
+    if kind == "ref":
+        return f"Ids of {type_name[4:].replace('_', ' ')}s."
+    return SHARED[type_name].description
+
+
 def _record(spec: ServiceSpec, names: Names, entity_name: str, entity: EntitySpec) -> str:
-    lines = [f"class {names.cls[entity_name]}(Record):", f'    """{entity.description}"""', ""]
+    doc = wrap_doc(entity.description, 4).lstrip()
+    lines = [f"class {names.cls[entity_name]}(Record):", f'    """{doc}"""', ""]
     lines.append(f"    id: {names.id_alias[entity_name]}")
     lines += [_field_line(spec, names, n, f) for n, f in entity.fields.items()]
     lines += ["    created_at: DateTime", "    updated_at: DateTime"]

@@ -11,6 +11,18 @@ from servers.construction.spec import Condition, ServiceSpec, ToolSpec
 from servers.construction.vocabulary import SHARED, python_type
 
 ERRORS = {400: "BadRequest", 403: "Forbidden", 404: "NotFound", 409: "Conflict"}
+NEGATE = {
+    "is": "is not",
+    "is not": "is",
+    "==": "!=",
+    "!=": "==",
+    "<": ">=",
+    "<=": ">",
+    ">": "<=",
+    ">=": "<",
+    "in": "not in",
+    "not in": "in",
+}
 RECORD_OPS = ("get", "update", "transition", "delete", "adjust", "append", "remove")
 
 
@@ -102,52 +114,62 @@ class ToolWriter:
             self.fetched[head] = f"{stem}_linked" if head.startswith("record.") else f"{stem}_record"
         return self.fetched[head]
 
-    def operand(self, text: str) -> tuple[str, bool]:
-        """Python expression of a guard operand and whether it may be None."""
+    def operand(self, text: str) -> tuple[str, list[str]]:
+        """Python expression of a guard operand, and the expressions that may be None before it."""
         if text == "now":
-            return "state.clock", False
+            return "state.clock", []
         head, _, follow = text.partition("->")
         if head.startswith("record."):
             name = head.removeprefix("record.")
             spec_field = self.entity.fields.get(name)
             value, nullable = f"record.{name}", bool(spec_field and spec_field.optional)
+            ref_type = spec_field.type if spec_field else ""
         else:
             param = self._param(head)
-            value, nullable = head, param.nullable
+            value, nullable, ref_type = head, param.nullable, param.type_name
         if not follow:
-            return value, nullable
+            return value, [value] if nullable else []
         var = self._ref_var(head)
-        if not head.startswith("record.") and not nullable:  # fetched with require(): never None
-            target = self.spec.entities[self._param(head).type_name[4:]]
-            return f"{var}.{follow}", follow in target.fields and target.fields[follow].optional
-        return f"({var}.{follow} if {var} is not None else None)", True
+        # a ref param is fetched with require() (never None once given); a record's link may dangle
+        maybe = [var] if head.startswith("record.") or nullable else []
+        target = self.spec.entities[ref_type[4:]]
+        if follow in target.fields and target.fields[follow].optional:
+            maybe.append(f"{var}.{follow}")
+        return f"{var}.{follow}", maybe
 
-    def condition(self, cond: Condition, in_require: bool) -> str:
+    def condition(self, cond: Condition, in_require: bool) -> tuple[str, str]:
+        """The condition as Python, and its negation."""
         left, left_null = self.operand(cond.left)
-        if cond.op == "present":
-            return f"{left} is not None"
-        if cond.op == "absent":
-            return f"{left} is None"
+        if cond.op in ("present", "absent"):
+            parts = [*[v for v in left_null if v != left], left]
+            present = " and ".join(f"{v} is not None" for v in parts)
+            missing = " or ".join(f"{v} is None" for v in parts)
+            present, missing = (f"({present})", f"({missing})") if len(parts) > 1 else (present, missing)
+            return (present, missing) if cond.op == "present" else (missing, present)
         if cond.right is not None:
             right, right_null = self.operand(cond.right)
         else:
-            right, right_null = (repr(tuple(cond.value)) if cond.op in ("in", "not_in") else repr(cond.value)), False
+            right, right_null = (repr(tuple(cond.value)) if cond.op in ("in", "not_in") else repr(cond.value)), []
         op = {"in": "in", "not_in": "not in"}.get(cond.op, cond.op)
-        test = f"{left} {op} {right}"
-        nullable = [v for v, n in ((left, left_null), (right, right_null)) if n]
+        if isinstance(cond.value, bool) and cond.right is None and op in ("==", "!="):
+            op = "is" if op == "==" else "is not"
+        test, negated = f"{left} {op} {right}", f"{left} {NEGATE[op]} {right}"
+        nullable = list(dict.fromkeys(left_null + right_null))
         if not nullable:
-            return test
+            return test, negated
         # a comparison with a missing value neither triggers `when` nor fails `require`
+        missing = " or ".join(f"{v} is None" for v in nullable)
+        present = " and ".join(f"{v} is not None" for v in nullable)
         if in_require:
-            return "(" + " or ".join(f"{v} is None" for v in nullable) + f" or {test})"
-        return "(" + " and ".join(f"{v} is not None" for v in nullable) + f" and {test})"
+            return f"({missing} or {test})", f"({present} and {negated})"
+        return f"({present} and {test})", f"({missing} or {negated})"
 
     def guards(self) -> None:
         prefix = f"{self.label} {{{self.id_param}!r}}: " if self.tool.op in RECORD_OPS else ""
         for guard in self.tool.guards:
-            when = [self.condition(c, False) for c in guard.when]
-            require = [self.condition(c, True) for c in guard.require]
-            failed = f"not ({' and '.join(require)})"
+            when = [self.condition(c, False)[0] for c in guard.when]
+            broken = [self.condition(c, True)[1] for c in guard.require]
+            failed = broken[0] if len(broken) == 1 else f"({' or '.join(broken)})"
             self.body.add(f"if {' and '.join([*when, failed])}:")
             self.names.framework_used.add(ERRORS[guard.code])
             _raise(self.body, guard.code, prefix, guard.message)
@@ -208,8 +230,8 @@ class ToolWriter:
             return
         self.names.framework_used.add("Conflict")
         self.body.add(f"if record.{life.field} not in {tuple(allowed)!r}:")
-        message = f"{self.label} {{{self.id_param}!r}} is {{record.{life.field}!r}}; {verb} needs one of {allowed}"
-        self.body.add(f"raise Conflict(f{message!r})", 2)
+        prefix = f"{self.label} {{{self.id_param}!r}} is {{record.{life.field}!r}}; "
+        self.body.add(f"raise Conflict({_msg(prefix, f'{verb} needs one of {allowed}')})", 2)
 
     def frozen_check(self) -> None:
         life = self.entity.lifecycle

@@ -146,3 +146,29 @@ def verify(spec: ServiceSpec, service: Service[Any], *, examples: int = 6, seed:
     result.failures.extend(Check("scenario", f.tool, f.message) for f in scenarios.failures)
     result.skipped.extend(scenarios.skipped)
     return result
+
+
+def verify_one(name: str, examples: int = 4) -> tuple[str, bool]:
+    """Verify a registered service by name: built ones against their catalog spec."""
+    from servers.conformance import check_service
+    from servers.construction.spec import CATALOG_DIR, load_spec
+    from servers.registry import get_service
+
+    service = get_service(name)
+    spec_path = CATALOG_DIR / f"{name}.json"
+    if service.source == "built" and spec_path.exists():
+        result = verify(load_spec(spec_path), service, examples=examples)
+        return result.summary(), result.ok
+    report = check_service(service, examples=examples)
+    return f"{report} (conformance)", report.ok
+
+
+def verify_named(names: list[str], examples: int = 4, workers: int = 1) -> list[tuple[str, bool]]:
+    """``verify_one`` over many services, in ``workers`` processes when more than one."""
+    if workers <= 1:
+        return [verify_one(n, examples) for n in names]
+    from concurrent.futures import ProcessPoolExecutor
+    from functools import partial
+
+    with ProcessPoolExecutor(workers) as pool:
+        return list(pool.map(partial(verify_one, examples=examples), names))

@@ -1,0 +1,120 @@
+"""World-model fallback for catalog services that are not mounted as verified native services.
+
+A catalog spec (``servers/catalog``) whose implementation failed verification — or was never
+built — is still offered to agents: its tools are served by the world model. The tool schemas are
+the ones a native implementation would expose (the template backend's output, compiled in memory),
+so an agent sees the same interface either way; each tool's ``op`` becomes the world-model effect
+that keeps later calls consistent with earlier ones (create → create, get → get, list → list,
+update/transition/adjust/append/remove → update, delete → delete, aggregate → none). Aggregates,
+whose native result is a list, answer ``{"groups": [...]}`` because world-model outputs are objects.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+from servers.construction.loader import load_service
+from servers.construction.spec import CATALOG_DIR, ServiceSpec, load_catalog
+from servers.construction.template import compile_spec
+from servers.framework import Service
+from servers.registry import all_services
+from servers.types import SEMANTIC_KEY
+from worldmodel.engine import Backend, SimState, build_service
+from worldmodel.rules import RulesBackend
+from worldmodel.spec import Collection, Effect, ToolSpec
+from worldmodel.spec import ServiceSpec as SimSpec
+
+EFFECTS = {
+    "create": "create",
+    "get": "get",
+    "list": "list",
+    "update": "update",
+    "transition": "update",
+    "adjust": "update",
+    "append": "update",
+    "remove": "update",
+    "delete": "delete",
+    "aggregate": "none",
+}
+
+
+def _plain(schema: Any, defs: dict[str, Any]) -> Any:
+    """``schema`` with ``$ref`` inlined and optional ``anyOf [X, null]`` folded into X."""
+    if isinstance(schema, list):
+        return [_plain(s, defs) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    if "$ref" in schema:
+        target = copy.deepcopy(defs[schema["$ref"].removeprefix("#/$defs/")])
+        return _plain({**target, **{k: v for k, v in schema.items() if k != "$ref"}}, defs)
+    branches = schema.get("anyOf")
+    if isinstance(branches, list):
+        real = [b for b in branches if b.get("type") != "null"]
+        if len(real) == 1:
+            merged = {**_plain(real[0], defs), **{k: v for k, v in schema.items() if k not in ("anyOf", "default")}}
+            return merged
+    out = {k: _plain(v, defs) for k, v in schema.items() if k not in ("$defs", "title")}
+    if out.get("type") == "array" and isinstance(out.get("items"), dict) and SEMANTIC_KEY in out["items"]:
+        out.setdefault(SEMANTIC_KEY, out["items"][SEMANTIC_KEY])
+        out.setdefault("description", out["items"].get("description", "List of values."))
+    return out
+
+
+def simulated_spec(spec: ServiceSpec) -> SimSpec:
+    """The world-model spec of a catalog service, with the interface a native build would have."""
+    reference = load_service(compile_spec(spec, formatted=False), spec.name, "reference")
+    collections = {
+        e.plural: Collection(id_field="id", id_prefix=e.id_prefix.upper()[:5].ljust(2, "X"), description=e.description)
+        for e in spec.entities.values()
+    }
+    tools = []
+    for tool_spec in spec.tools:
+        tool = reference.tools[tool_spec.name]
+        inputs = _plain(tool.input_schema, tool.input_schema.get("$defs", {}))
+        data = _plain(tool.output_schema["properties"]["data"], tool.output_schema.get("$defs", {}))
+        if data.get("type") == "array":
+            data = {
+                "type": "object",
+                "properties": {"groups": {**data, "description": "One row per group."}},
+                "required": ["groups"],
+            }
+        plural = spec.entities[tool_spec.entity].plural
+        op = EFFECTS[tool_spec.op]
+        effect = Effect(
+            op=op,
+            collection=None if op == "none" else plural,
+            key=f"{tool_spec.entity}_id" if op in ("get", "update", "delete") else None,
+            items_field="items" if op == "list" else None,
+        )
+        tools.append(
+            ToolSpec(
+                name=tool_spec.name,
+                description=tool_spec.description,
+                kind=tool_spec.kind,
+                input_schema=inputs,
+                output_schema=data,
+                effect=effect,
+            )
+        )
+    return SimSpec(
+        name=spec.name,
+        version=spec.version,
+        category=spec.category,
+        description=spec.description,
+        collections=collections,
+        tools=tools,
+    )
+
+
+def routed_specs(directory: str | Path = CATALOG_DIR) -> list[ServiceSpec]:
+    """Catalog specs with no verified native service mounted: the world model serves them."""
+    native = all_services()
+    return [s for s in load_catalog(directory) if s.name not in native]
+
+
+def routed_services(backend: Backend | None = None, directory: str | Path = CATALOG_DIR) -> list[Service[SimState]]:
+    """Simulated services for every routed catalog spec."""
+    chosen = backend or RulesBackend()
+    return [build_service(simulated_spec(s), chosen) for s in routed_specs(directory)]
