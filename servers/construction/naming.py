@@ -32,6 +32,7 @@ class Names:
         self.spec = spec
         self.state = f"{camel(spec.name)}State"
         framework = {"Service", "Record", "ServiceState", "Page", "Field", "Population", "Slots", "Any", "Literal"}
+        framework |= {s.alias for s in SHARED.values()}  # an entity called `location` must not hide Location
         self.cls = {e: camel(e) + ("Item" if camel(e) in framework else "") for e in spec.entities}
         self.id_alias = {e: f"{camel(e)}Id" for e in spec.entities}
         taken = set(self.cls.values()) | set(self.id_alias.values()) | {s.alias for s in SHARED.values()}

@@ -54,6 +54,7 @@ def build(
     backend: str = "template",
     root: Path = BUILT_DIR,
     examples: int = 4,
+    repair_rounds: int = 1,
 ) -> BuildResult:
     """Write, import and verify one service; keep it only if it passes (see the module docstring)."""
     try:
@@ -63,6 +64,19 @@ def build(
         failed = Verification(spec.name, failures=[Check("import", None, f"{type(exc).__name__}: {exc}")])
         return _finish(BuildResult(spec.name, backend, "simulated", failed), None, root)
     verification = verify(spec, service, examples=examples)
+    revise: Callable[..., dict[str, str]] | None = getattr(writer, "revise", None)
+    for _ in range(repair_rounds):
+        if revise is None:
+            break
+        if verification.ok:
+            break
+        try:  # the backend sees its failing checks and tries again
+            files = revise(spec, files, [str(f) for f in verification.failures])
+            service = load_service(files, spec.name, f"build{next(_attempts)}")
+        except Exception as exc:
+            verification.failures.append(Check("import", None, f"repair: {type(exc).__name__}: {exc}"))
+            break
+        verification = verify(spec, service, examples=examples)
     result = BuildResult(spec.name, backend, "built" if verification.ok else "simulated", verification)
     return _finish(result, files if verification.ok else None, root)
 

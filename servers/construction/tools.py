@@ -244,19 +244,24 @@ class ToolWriter:
 
     # -- mutations ---------------------------------------------------------------------------
 
-    def value(self, raw: Any) -> str:
-        return "now" if raw == "$now" else repr(raw)
+    def value(self, raw: Any, entity: str | None = None, name: str = "") -> str:
+        """A ``set`` value as Python: ``"$now"`` is the clock (its date for a date field)."""
+        if raw != "$now":
+            return repr(raw)
+        spec_field = self.spec.entities[entity or self.tool.entity].fields.get(name)
+        return "now.date()" if spec_field and python_type(self.spec, spec_field.type) == "date" else "now"
 
     def apply_set(self, target: str) -> None:
         for name, raw in self.tool.set.items():
-            self.body.add(f"{target}.{name} = {self.value(raw)}")
+            self.body.add(f"{target}.{name} = {self.value(raw, None, name)}")
 
     def cascades(self) -> None:
         for cascade in self.tool.cascade:
             var = self._ref_var(f"record.{cascade.via}")
             self.body.add(f"if {var} is not None:")
+            target = self.entity.fields[cascade.via].type[4:]
             for name, raw in cascade.set.items():
-                self.body.add(f"{var}.{name} = {self.value(raw)}", 2)
+                self.body.add(f"{var}.{name} = {self.value(raw, target, name)}", 2)
             self.body.add(f"{var}.updated_at = now", 2)
 
     def store_params(self) -> None:
@@ -364,7 +369,7 @@ class ToolWriter:
             elif life is not None and name == life.field:
                 values.append(f"{name}={life.initial!r}")
             elif name in tool.set:
-                values.append(f"{name}={self.value(tool.set[name])}")
+                values.append(f"{name}={self.value(tool.set[name], None, name)}")
         values += ["created_at=now", "updated_at=now"]
         self.body.add(f"record = {self.cls}({', '.join(values)})")
         self.store_params()
