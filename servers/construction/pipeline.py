@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from servers.construction.loader import load_service
-from servers.construction.spec import ServiceSpec
+from servers.construction.spec import ServiceSpec, load_spec
 from servers.construction.template import BUILT_DIR, compile_spec
 from servers.construction.verify import Check, Verification, verify
 
@@ -99,3 +99,27 @@ def read_report(root: Path = BUILT_DIR) -> dict[str, Any]:
     """The last build outcome of every catalog service, by name."""
     path = root / REPORT
     return json.loads(path.read_text()) if path.exists() else {}
+
+
+def _template_attempt(path: Path, examples: int) -> tuple[ServiceSpec, dict[str, str] | None, Verification]:
+    spec = load_spec(path)
+    try:
+        files = compile_spec(spec)
+        service = load_service(files, spec.name, f"build{next(_attempts)}")
+    except Exception as exc:
+        return spec, None, Verification(spec.name, failures=[Check("import", None, f"{type(exc).__name__}: {exc}")])
+    verification = verify(spec, service, examples=examples)
+    return spec, files if verification.ok else None, verification
+
+
+def build_catalog(paths: list[Path], root: Path = BUILT_DIR, examples: int = 4, workers: int = 2) -> list[BuildResult]:
+    """Template builds of many specs, verified in ``workers`` processes; results written here."""
+    from concurrent.futures import ProcessPoolExecutor
+    from functools import partial
+
+    results = []
+    with ProcessPoolExecutor(max(1, workers)) as pool:
+        for spec, files, verification in pool.map(partial(_template_attempt, examples=examples), paths):
+            source: Literal["built", "simulated"] = "built" if files is not None else "simulated"
+            results.append(_finish(BuildResult(spec.name, "template", source, verification), files, root))
+    return results

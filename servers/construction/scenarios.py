@@ -276,6 +276,15 @@ def _range(spec: ServiceSpec, type_name: str) -> tuple[float | None, float | Non
 # Argument sets and the run
 
 
+_MISSING = object()
+
+
+def _plus(value: Any, step: float) -> Any:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return value + step if isinstance(value, float) or isinstance(step, float) else value + int(step)
+
+
 class Scenarios:
     """Draws argument sets for each write tool and checks the implementation against the spec."""
 
@@ -375,7 +384,57 @@ class Scenarios:
                 if value is not None:
                     args[name] = value
             out.append(args)
-        return out
+        return out + [v for base in out[:4] for g in tool.guards for v in self._against(tool, g, base)]
+
+    def _against(self, tool: ToolSpec, guard: Any, base: dict[str, Any]) -> list[dict[str, Any]]:
+        """Variants of ``base`` that make the guard's ``when`` true and break its ``require``, one by one."""
+        params = self.interp.params(tool)
+        args = dict(base)
+        for cond in guard.when:
+            if not self._force(args, params, cond, True):
+                return []
+        variants = []
+        for cond in guard.require:
+            variant = dict(args)
+            if self._force(variant, params, cond, False):
+                variants.append(variant)
+        return variants
+
+    def _force(self, args: dict[str, Any], params: dict[str, str], cond: Condition, truth: bool) -> bool:
+        """Set the param of a ``param <op> literal`` condition so the condition has ``truth``."""
+        if cond.left not in params or cond.right is not None or "->" in cond.left:
+            return cond.left == "now" or cond.left.startswith("record.")  # decided by the target record
+        name, op, value = cond.left, cond.op, cond.value
+        if op in ("present", "absent"):
+            if (op == "present") == truth:
+                drawn = self._value(params[name], False)
+                if drawn is None:
+                    return False
+                args[name] = drawn
+            else:
+                args.pop(name, None)
+            return True
+        step = 1 if python_type(self.spec, params[name]) == "int" else 0.5
+        first = value[0] if isinstance(value, list) and value else None
+        wanted = {
+            ("==", True): value, ("!=", False): value, ("in", True): first,
+            ("not_in", False): first, (">", True): _plus(value, step), ("<=", False): _plus(value, step),
+            (">=", True): value, ("<", False): value, ("<", True): _plus(value, -step),
+            (">=", False): _plus(value, -step), ("<=", True): value, (">", False): value,
+        }.get((op, truth), _MISSING)  # fmt: skip
+        if wanted is _MISSING:  # != true / == false / not_in true / in false: any other pool value
+            others = [
+                v
+                for v in self.pools.get(params[name], [])
+                if not _same(v, value) and not (isinstance(value, list) and v in value)
+            ]
+            if not others:
+                return False
+            wanted = self.rng.choice(others)
+        if wanted is None:
+            return False
+        args[name] = wanted
+        return True
 
     def run(self) -> ScenarioReport:
         report = ScenarioReport(self.spec.name)

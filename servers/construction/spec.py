@@ -431,6 +431,14 @@ def _tool_problems(spec: ServiceSpec, tool: ToolSpec) -> list[str]:
             problems.append(f"{where}: transition needs an entity lifecycle and 'to' among its states")
         elif not spec.sources(tool):
             problems.append(f"{where}: no state can move to {tool.to!r}")
+    if tool.op == "create":
+        given = set(spec.create_fields(tool)) | set(tool.set) | {p.field for p in tool.params.values() if p.field}
+        given |= {life.field} if life else set()
+        missing = [
+            n for n, f in entity.fields.items() if n not in given and not (f.optional or f.list) and f.default is None
+        ]
+        if missing:
+            problems.append(f"{where}: create leaves required fields {missing} unset (add them, a default or a 'set')")
     if tool.op == "update" and not tool.fields:
         problems.append(f"{where}: update needs 'fields'")
     if tool.op == "update" and life is not None and life.field in (tool.fields or []):
