@@ -172,6 +172,7 @@ def build(
     model: Annotated[str | None, typer.Option(help="Model name for the llm backend.")] = None,
     base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible endpoint of the llm backend.")] = None,
     examples: Annotated[int, typer.Option(help="Generated inputs per tool in the conformance check.")] = 4,
+    workers: Annotated[int, typer.Option(help="Processes verifying template builds in parallel.")] = 1,
 ) -> None:
     """Build specs into native services; those that fail verification are routed to the world model."""
     from servers.construction.pipeline import build as build_one
@@ -191,6 +192,14 @@ def build(
             raise typer.Exit(2)
         writer = LLMWriter(model, base_url=base_url)
     routed = 0
+    if backend is Backend.template and workers > 1:
+        from servers.construction.pipeline import build_catalog
+
+        for result in build_catalog(paths, examples=examples, workers=workers):
+            routed += not result.ok
+            console.print(result.verification.summary(), style="green" if result.ok else "yellow", highlight=False)
+        console.print(f"{len(paths) - routed} built, {routed} routed to the world model")
+        return
     for path in paths:
         try:
             spec = load_spec(path)

@@ -30,10 +30,22 @@ def make_backend(
     return LLMBackend(model, base_url=base_url, cache_path=cache_path, attempts=attempts)
 
 
-def simulated_services(specs: str | Path = SPECS_DIR, backend: Backend | None = None) -> list[Service[SimState]]:
-    """One simulated service per spec file in ``specs``, all sharing ``backend``."""
+def simulated_services(
+    specs: str | Path = SPECS_DIR, backend: Backend | None = None, routed: bool = True
+) -> list[Service[SimState]]:
+    """One simulated service per spec file in ``specs``, all sharing ``backend``.
+
+    With the default directory (and ``routed``), also the catalog services that are not mounted as
+    verified native services (``worldmodel.fromspec``): every catalog service is offered one way
+    or the other.
+    """
     chosen = backend or RulesBackend()
-    return [build_service(spec, chosen) for spec in load_specs(specs)]
+    services = [build_service(spec, chosen) for spec in load_specs(specs)]
+    if routed and Path(specs).resolve() == SPECS_DIR.resolve():
+        from worldmodel.fromspec import routed_services
+
+        services += routed_services(chosen)
+    return sorted(services, key=lambda s: s.name)
 
 
 class SimulatedWorld:

@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
+from servers import cli as services_cli
 from worldmodel.spec import SPECS_DIR
 
 app = typer.Typer(help="Simulated tools: services that have a spec but no implementation.", no_args_is_help=True)
@@ -26,6 +27,31 @@ class TransportOpt(StrEnum):
     stdio = "stdio"
     http = "http"
 
+
+def _simulated_rows() -> list[dict[str, Any]]:
+    """``compoworld services list`` rows for the world model's services (its specs and routed ones)."""
+    from servers.construction.spec import load_catalog
+    from servers.registry import all_services
+    from worldmodel.spec import load_specs
+
+    native = all_services()
+    specs: list[Any] = [*load_specs(SPECS_DIR), *(s for s in load_catalog() if s.name not in native)]
+    return [
+        {
+            "name": s.name,
+            "category": s.category,
+            "source": "simulated",
+            "version": s.version,
+            "tools": len(s.tools),
+            "read": sum(t.kind == "read" for t in s.tools),
+            "write": sum(t.kind == "write" for t in s.tools),
+            "description": s.description,
+        }
+        for s in specs
+    ]
+
+
+services_cli.EXTRA_ROWS.append(_simulated_rows)
 
 SpecsOpt = Annotated[Path, typer.Option("--specs", help="Directory of JSON tool specs.")]
 

@@ -55,7 +55,8 @@ def _plain(schema: Any, defs: dict[str, Any]) -> Any:
         if len(real) == 1:
             merged = {**_plain(real[0], defs), **{k: v for k, v in schema.items() if k not in ("anyOf", "default")}}
             return merged
-    out = {k: _plain(v, defs) for k, v in schema.items() if k not in ("$defs", "title")}
+    # pydantic's "title" annotations go (a string); a property called "title" stays (a schema)
+    out = {k: _plain(v, defs) for k, v in schema.items() if k != "$defs" and not (k == "title" and isinstance(v, str))}
     if out.get("type") == "array" and isinstance(out.get("items"), dict) and SEMANTIC_KEY in out["items"]:
         out.setdefault(SEMANTIC_KEY, out["items"][SEMANTIC_KEY])
         out.setdefault("description", out["items"].get("description", "List of values."))

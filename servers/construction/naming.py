@@ -17,7 +17,7 @@ def lit(text: str, width: int = 90) -> str:
     if len(text) <= width:
         return repr(text)
     pieces = textwrap.wrap(text, width, drop_whitespace=False, break_long_words=True, break_on_hyphens=False)
-    return "(" + " ".join(repr(p) for p in pieces) + ")"
+    return " ".join(repr(p) for p in pieces)  # callers put it inside a call's parentheses
 
 
 def wrap_doc(text: str, indent: int, width: int = 110) -> str:

@@ -225,8 +225,7 @@ def _seed_entity(spec: ServiceSpec, names: Names, entity_name: str, entity: Enti
     body.append(f"    for _ in range({entity.seed.count}):")
     body.append("        values = draw()")
     if unique:
-        keys = ", ".join(f"({n!r}, values[{n!r}])" for n in unique)
-        body.append(f"        keys = {{{keys}}}")
+        body.append(f"        keys = {{(k, values[k]) for k in {tuple(unique)!r} if values[k] is not None}}")
         body.append("        if keys & taken:  # a unique value drawn twice: skip the record")
         body.append("            continue")
         body.append("        taken |= keys")
@@ -246,9 +245,10 @@ def _seed_entity(spec: ServiceSpec, names: Names, entity_name: str, entity: Enti
         if unique:
             body.append("        fresh = draw()")
             body.append(f"        values |= {{k: fresh[k] for k in {tuple(unique)!r}}}")
-            keys = ", ".join(f"({n!r}, values[{n!r}])" for n in unique)
-            body.append(f"        if {{{keys}}} & taken:")
+            body.append(f"        keys = {{(k, values[k]) for k in {tuple(unique)!r} if values[k] is not None}}")
+            body.append("        if keys & taken:")
             body.append("            continue")
+            body.append("        taken |= keys")
         body.append("        created = original.created_at - dt.timedelta(days=rng.randint(20, 90))")
         body.append(
             f"        copy = {cls}(id=state.new_id({entity.id_prefix!r}), "

@@ -177,7 +177,12 @@ class ToolWriter:
     def fetch_refs(self, names: list[str]) -> None:
         """404 for unknown ids given in ref params (and keep the record when a guard reads it)."""
         used = {c.left.partition("->")[0] for g in self.tool.guards for c in g.when + g.require if "->" in c.left}
-        used |= {(c.right or "").partition("->")[0] for g in self.tool.guards for c in g.when + g.require}
+        used |= {
+            (c.right or "").partition("->")[0]
+            for g in self.tool.guards
+            for c in g.when + g.require
+            if "->" in (c.right or "")
+        }
         for name in names:
             param = self._param(name)
             target = param.type_name[4:]
@@ -374,6 +379,13 @@ class ToolWriter:
         self.body.add(f"record = {self.cls}({', '.join(values)})")
         self.store_params()
         self.body.add(f"state.{entity.plural}[record.id] = record")
+        for cascade in tool.cascade:  # the record a new one points to may change with it
+            target = self.spec.entities[entity.fields[cascade.via].type[4:]].plural
+            getter = f"state.{target}.get(record.{cascade.via})"
+            if entity.fields[cascade.via].optional:
+                getter = f"{getter} if record.{cascade.via} is not None else None"
+            self.body.add(f"{self._ref_var(f'record.{cascade.via}')} = {getter}")
+        self.cascades()
         self.body.add("return record")
         return self.cls
 
@@ -390,7 +402,7 @@ class ToolWriter:
         self._target()
         self.names.framework_used.add("BadRequest")
         self.body.add(f"if all(v is None for v in ({', '.join(fields)},)):")
-        self.body.add(f"raise BadRequest({('give at least one of: ' + ', '.join(fields))!r})", 2)
+        self.body.add(f"raise BadRequest({lit('give at least one of: ' + ', '.join(fields))})", 2)
         self.frozen_check()
         self.fetch_refs(fields)
         self.fetch_linked()
@@ -479,9 +491,9 @@ class ToolWriter:
         if checks:
             self.names.framework_used.add("Conflict")
             self.body.add(f"if {' or '.join(checks)}:")
-            message = (f"{self.label} {{{self.id_param}!r}}: {tool.field} would become {{new_value}}, "
-                       f"outside [{lo}, {hi}]")  # fmt: skip
-            self.body.add(f"raise Conflict(f{message!r})", 2)
+            prefix = f"{self.label} {{{self.id_param}!r}}: {tool.field} would become {{new_value}}, "
+            bounds = f"outside [{'-inf' if lo is None else f'{lo:g}'}, {'inf' if hi is None else f'{hi:g}'}]"
+            self.body.add(f"raise Conflict({_msg(prefix, bounds)})", 2)
         self.fetch_linked()
         self.guards()
         self.body.add("now = state.tick()")

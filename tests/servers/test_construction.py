@@ -44,7 +44,10 @@ def _spec_with(change: dict[str, Any]) -> dict[str, Any]:
     ("change", "message"),
     [
         ({"entities/book/fields/title/type": "nonsense"}, "unknown semantic type 'nonsense'"),
-        ({"entities/book/fields/status/type": "email_address"}, "lifecycle field 'status' must be a field with an enum"),
+        (
+            {"entities/book/fields/status/type": "email_address"},
+            "lifecycle field 'status' must be a field with an enum",
+        ),
         ({"tools/3/guards/0/require/0/left": "record.nope"}, "has no field 'nope'"),
         ({"tools/3/to": "archived"}, "transition needs an entity lifecycle and 'to' among its states"),
         ({"entities/book/fields/copies/seed": "int:zero..5"}, "must be int:<lo>..<hi>"),
@@ -68,7 +71,7 @@ def test_template_is_deterministic_and_readable(booklog: ServiceSpec, booklog_fi
     assert set(booklog_files) == {"__init__.py", "models.py", "tools.py"}
     assert all(len(text.splitlines()) < 600 for text in booklog_files.values())
     tools = booklog_files["tools.py"]
-    assert '@service.write\ndef lend_book(' in tools
+    assert "@service.write\ndef lend_book(" in tools
     assert "loans above 30 days need a reason" in tools
     assert "Args:" in tools and "days: Length of the loan in days." in tools
 
@@ -101,7 +104,11 @@ BUGS = [
     ("lend_book", "if days > 30 and reason is None:", "if False:"),
     ("return_book", 'record.status = "available"', 'record.status = "lost"'),
     ("adjust_copies", "record.copies = new_value", "record.copies = new_value + 1"),
-    ("add_book", "    now = state.tick()\n    record = Book(", "    state.seq += 7\n    now = state.tick()\n    record = Book("),
+    (
+        "add_book",
+        "    now = state.tick()\n    record = Book(",
+        "    state.seq += 7\n    now = state.tick()\n    record = Book(",
+    ),
 ]
 
 

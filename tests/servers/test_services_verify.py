@@ -1,0 +1,40 @@
+"""``compoworld services verify --all`` over every mounted native service, and ``services list``."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from servers.registry import all_services
+
+
+def _compoworld(*args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
+    code = "from training.cli import main; main()"
+    return subprocess.run(
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
+@pytest.mark.slow
+def test_verify_all_passes_for_every_mounted_native_service() -> None:
+    done = _compoworld("services", "verify", "--all", "--examples", "2", "--workers", "2")
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    n = len(all_services())
+    assert f"{n} of {n} verified" in done.stdout
+    built = [s for s in all_services().values() if s.source == "built"]
+    assert built and all(f"{s.name}: verified" in done.stdout for s in built)
+
+
+def test_services_list_shows_every_source() -> None:
+    done = _compoworld("services", "list", "--json")
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(done.stdout)
+    sources = {r["source"] for r in rows}
+    assert {"hand-written", "built", "simulated"} <= sources
+    names = [r["name"] for r in rows]
+    assert len(names) == len(set(names))
+    built = [r for r in rows if r["source"] == "built"]
+    assert all(r["tools"] >= 10 for r in built)
