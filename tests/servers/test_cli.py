@@ -20,7 +20,7 @@ def test_services_list_json_counts_services_and_tools() -> None:
     for row in rows:
         assert {"name", "category", "source", "tools", "read", "write"} <= row.keys()
         assert row["read"] + row["write"] == row["tools"]
-        assert 8 <= row["tools"] <= 25
+        assert 5 <= row["tools"] <= 40
 
 
 def test_services_list_table_has_a_total_row() -> None:
