@@ -39,11 +39,13 @@ import functools
 import inspect
 import random
 import re
+import typing
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, NaiveDatetime, TypeAdapter, ValidationError
+from pydantic.fields import FieldInfo
 from pydantic_core import to_jsonable_python
 
 from servers.state import Change, diff, snapshot, stable_hash
@@ -258,10 +260,33 @@ def adapter(annotation: Any) -> tuple[TypeAdapter[Any], dict[str, Any], dict[str
         key = repr(annotation)
     found = _ADAPTERS.get(key)
     if found is None:
-        made: TypeAdapter[Any] = TypeAdapter(annotation)
+        made = validator(annotation)
         found = (made, made.json_schema(), made.json_schema(mode="serialization"))
         _ADAPTERS[key] = found
     return found
+
+
+_VALIDATORS: dict[Any, TypeAdapter[Any]] = {}
+
+
+def validator(annotation: Any) -> TypeAdapter[Any]:
+    """The cached adapter of one annotation, without its JSON schemas (those cost most)."""
+    try:
+        key: Any = annotation
+        hash(key)
+    except TypeError:
+        key = repr(annotation)
+    found = _VALIDATORS.get(key)
+    if found is None:
+        found = _VALIDATORS.setdefault(key, TypeAdapter(annotation))
+    return found
+
+
+def _iso(annotation: Any) -> bool:
+    """Whether an annotation is (a list of / an optional / an annotated) date or date-time."""
+    if isinstance(annotation, type):  # pydantic's AwareDatetime is a marker class, not a datetime subclass
+        return issubclass(annotation, dt.date) or annotation in (AwareDatetime, NaiveDatetime)
+    return any(_iso(arg) for arg in typing.get_args(annotation) if not isinstance(arg, FieldInfo))
 
 
 _OUTPUT_SCHEMAS: dict[int, dict[str, Any]] = {}
@@ -278,23 +303,57 @@ class Param:
     iso: bool = False  # a date or date-time: numbers are refused, not read as Unix timestamps
 
 
-@dataclass
+SchemaBuilder = Callable[[], tuple[dict[str, Any], dict[str, Any]]]
+
+
 class Tool:
-    """One tool of a service: its function, kind, parameters and schemas."""
+    """One tool of a service: its function, kind, parameters and schemas.
 
-    service: str
-    name: str
-    kind: ToolKind
-    description: str
-    func: Callable[..., Any]
-    params: tuple[Param, ...]
-    result_adapter: TypeAdapter[Any]
-    input_schema: dict[str, Any]
-    output_schema: dict[str, Any]
-    _names: frozenset[str] = field(default=frozenset(), repr=False)
+    The JSON schemas may be given, or built on first use by ``schemas`` (a library of a hundred
+    services imports in a fraction of the time when pydantic's schema generation waits until a
+    listing, a describe or the task generator asks for a tool's schema).
+    """
 
-    def __post_init__(self) -> None:
-        self._names = frozenset(p.name for p in self.params)
+    def __init__(
+        self,
+        service: str,
+        name: str,
+        kind: ToolKind,
+        description: str,
+        func: Callable[..., Any],
+        params: tuple[Param, ...],
+        result_adapter: TypeAdapter[Any],
+        input_schema: dict[str, Any] | None = None,
+        output_schema: dict[str, Any] | None = None,
+        schemas: SchemaBuilder | None = None,
+    ) -> None:
+        if (input_schema is None or output_schema is None) and schemas is None:
+            raise TypeError(f"tool {name!r} needs its schemas or a builder of them")
+        self.service, self.name, self.kind, self.description = service, name, kind, description
+        self.func, self.params, self.result_adapter = func, params, result_adapter
+        self._input_schema, self._output_schema, self._schemas = input_schema, output_schema, schemas
+        self._names = frozenset(p.name for p in params)
+
+    def __repr__(self) -> str:
+        return f"Tool({self.service}.{self.name}, {self.kind})"
+
+    def _build_schemas(self) -> None:
+        assert self._schemas is not None
+        self._input_schema, self._output_schema = self._schemas()
+
+    @property
+    def input_schema(self) -> dict[str, Any]:
+        if self._input_schema is None:
+            self._build_schemas()
+        assert self._input_schema is not None
+        return self._input_schema
+
+    @property
+    def output_schema(self) -> dict[str, Any]:
+        if self._output_schema is None:
+            self._build_schemas()
+        assert self._output_schema is not None
+        return self._output_schema
 
     @property
     def qualified_name(self) -> str:
@@ -408,35 +467,40 @@ def _build_tool(service: str, func: Callable[..., Any], kind: ToolKind) -> Tool:
     if not params:
         raise TypeError(f"tool {service}.{func.__name__} must take the state as its first parameter")
     specs: list[Param] = []
-    properties: dict[str, Any] = {}
-    defs: dict[str, Any] = {}
     for name, default in params[1:]:
         if name not in hints:
             raise TypeError(f"parameter {name!r} of {service}.{func.__name__} needs a type annotation")
-        validator, schema, _ = adapter(hints[name])
         required = default is inspect.Parameter.empty
-        specs.append(Param(name, validator, required, None if required else default, _is_iso(schema)))
-        prop = dict(schema)
-        defs.update(prop.pop("$defs", {}))
-        if name in param_docs:
-            prop["description"] = param_docs[name]
-        if not required:
-            prop["default"] = to_jsonable_python(default)
-        properties[name] = prop
-    input_schema: dict[str, Any] = {
-        "type": "object",
-        "properties": properties,
-        "required": [p.name for p in specs if p.required],
-        "additionalProperties": False,
-    }
-    if defs:
-        input_schema["$defs"] = defs
+        specs.append(Param(name, validator(hints[name]), required, None if required else default, _iso(hints[name])))
     if "return" not in hints:
         raise TypeError(f"tool {service}.{func.__name__} needs a return annotation")
-    result_adapter, _, result_schema = adapter(hints["return"])
-    output_schema = _OUTPUT_SCHEMAS.get(id(result_schema))
-    if output_schema is None:
-        output_schema = _OUTPUT_SCHEMAS.setdefault(id(result_schema), envelope_schema(result_schema))
+    result = hints["return"]
+
+    def schemas() -> tuple[dict[str, Any], dict[str, Any]]:
+        properties: dict[str, Any] = {}
+        defs: dict[str, Any] = {}
+        for param in specs:
+            prop = dict(adapter(hints[param.name])[1])
+            defs.update(prop.pop("$defs", {}))
+            if param.name in param_docs:
+                prop["description"] = param_docs[param.name]
+            if not param.required:
+                prop["default"] = to_jsonable_python(param.default)
+            properties[param.name] = prop
+        input_schema: dict[str, Any] = {
+            "type": "object",
+            "properties": properties,
+            "required": [p.name for p in specs if p.required],
+            "additionalProperties": False,
+        }
+        if defs:
+            input_schema["$defs"] = defs
+        result_schema = adapter(result)[2]
+        output_schema = _OUTPUT_SCHEMAS.get(id(result_schema))
+        if output_schema is None:
+            output_schema = _OUTPUT_SCHEMAS.setdefault(id(result_schema), envelope_schema(result_schema))
+        return input_schema, output_schema
+
     return Tool(
         service=service,
         name=func.__name__,
@@ -444,9 +508,8 @@ def _build_tool(service: str, func: Callable[..., Any], kind: ToolKind) -> Tool:
         description=description,
         func=func,
         params=tuple(specs),
-        result_adapter=result_adapter,
-        input_schema=input_schema,
-        output_schema=output_schema,
+        result_adapter=validator(result),
+        schemas=schemas,
     )
 
 
