@@ -50,6 +50,16 @@ def train_sft_cmd(
     learning_rate: Annotated[float, typer.Option(help="Learning rate.")] = 2e-5,
     batch_size: Annotated[int, typer.Option(help="Per-device batch size.")] = 2,
     lora: Annotated[bool, typer.Option("--lora", help="Train LoRA adapters (peft) instead of all weights.")] = False,
+    env_tools: Annotated[
+        bool,
+        typer.Option("--env-tools", help="Render gateway rows with the tool schemas GRPO's environment shows."),
+    ] = False,
+    turns: Annotated[
+        int | None, typer.Option(help="Keep each conversation up to its N-th assistant turn (a warm-up).")
+    ] = None,
+    assistant_only_loss: Annotated[
+        bool, typer.Option("--assistant-only-loss", help="Train on the assistant's tokens only.")
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
     """Supervised fine-tuning on verified trajectories (TRL SFTTrainer)."""
@@ -57,7 +67,19 @@ def train_sft_cmd(
 
     from training.sft import train_sft
 
-    result = train_sft(model, list(data), output, max_steps, epochs, learning_rate, batch_size, lora=lora)
+    result = train_sft(
+        model,
+        list(data),
+        output,
+        max_steps,
+        epochs,
+        learning_rate,
+        batch_size,
+        lora=lora,
+        env_tools=env_tools,
+        turns=turns,
+        assistant_only_loss=assistant_only_loss,
+    )
     if as_json:
         print(json.dumps(result))
     else:
@@ -76,6 +98,10 @@ def train_grpo_cmd(
     num_generations: Annotated[int, typer.Option(help="Rollouts per task (the CFRR group).")] = 4,
     max_completion_length: Annotated[int, typer.Option(help="Tokens per completion.")] = 512,
     reward: Annotated[str, typer.Option(help="cfrr, rubric or success.")] = "cfrr",
+    learning_rate: Annotated[float, typer.Option(help="Learning rate.")] = 1e-6,
+    temperature: Annotated[float, typer.Option(help="Sampling temperature of the rollouts.")] = 1.0,
+    max_tool_calling_iterations: Annotated[int, typer.Option(help="Tool-calling turns per rollout.")] = 12,
+    max_tasks: Annotated[int | None, typer.Option(help="Use the first N tasks of the file only.")] = None,
     lora: Annotated[bool, typer.Option("--lora", help="Train LoRA adapters (peft).")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the logged metrics as JSON.")] = False,
 ) -> None:
@@ -85,7 +111,18 @@ def train_grpo_cmd(
     from training.grpo import train_grpo
 
     result = train_grpo(
-        model, str(tasks), str(output), max_steps, num_generations, max_completion_length, reward=reward, lora=lora
+        model,
+        str(tasks),
+        str(output),
+        max_steps,
+        num_generations,
+        max_completion_length,
+        learning_rate=learning_rate,
+        reward=reward,
+        max_tool_calling_iterations=max_tool_calling_iterations,
+        lora=lora,
+        temperature=temperature,
+        max_tasks=max_tasks,
     )
     if as_json:
         print(json.dumps(result))

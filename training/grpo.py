@@ -34,6 +34,8 @@ class CompoWorldEnv:
     def __init__(self) -> None:
         self.world: World | None = None
         self.task: Task | None = None
+        self.calls: list[str] = []  # the meta-tools called in this rollout, in order (logged by the rewards)
+        self.errors = 0  # how many of them answered with an error envelope
 
     @classmethod
     def shared_hub(cls) -> Hub:
@@ -43,19 +45,26 @@ class CompoWorldEnv:
             cls.hub = default_hub()
         return cls.hub
 
-    def reset(self, **row: Any) -> str:
-        """Open the world of the row's task; returns the instruction."""
+    def reset(self, **row: Any) -> None:
+        """Open a fresh world for the row's task.
+
+        Returns nothing: TRL appends what ``reset`` returns to the last prompt message, and the row's prompt already
+        carries the instruction (:func:`grpo_rows`).
+        """
         if self.world is not None:
             self.world.close()
         raw = row["task"]
         self.task = Task.model_validate(json.loads(raw) if isinstance(raw, str) else raw)
         self.world = self.shared_hub().open_world(services=self.task.mounted, seed=self.task.seed)
-        return self.task.instruction
+        self.calls, self.errors = [], 0
 
     def _call(self, meta: str, arguments: dict[str, Any]) -> str:
         if self.world is None:
             return json.dumps({"success": False, "error": {"code": 409, "message": "reset() was not called"}})
-        return json.dumps(gateway_call(self.world, meta, arguments))
+        envelope = gateway_call(self.world, meta, arguments)
+        self.calls.append(meta)
+        self.errors += not envelope.get("success")
+        return json.dumps(envelope)
 
     def list_services(self) -> str:
         """List the services available in this world with their categories and tool counts.
@@ -110,6 +119,25 @@ class CompoWorldEnv:
         return self._score().score
 
 
+def env_tool_schemas() -> list[dict[str, Any]]:
+    """The tool schemas TRL renders for :class:`CompoWorldEnv` (from its methods' signatures and docstrings).
+
+    They differ from the gateway's own function specs (``hub.surfaces.GATEWAY_TOOLS``): an SFT warm-up for GRPO
+    renders its conversations with these (``compoworld train sft --env-tools``) to see the prompts GRPO will show.
+    The order is TRL's (``inspect.getmembers``: by name).
+    """
+    import inspect
+
+    from transformers.utils import get_json_schema
+
+    env = CompoWorldEnv()  # bound methods, as TRL passes them (no `self` parameter)
+    return [
+        get_json_schema(getattr(env, name))
+        for name, _ in inspect.getmembers(CompoWorldEnv, predicate=inspect.isfunction)
+        if name not in ("reset", "get_reward") and not name.startswith("_")
+    ]
+
+
 def final_text(completion: Any) -> str:
     """The last assistant text of a completion (a string, or a list of chat messages)."""
     if isinstance(completion, str):
@@ -145,9 +173,25 @@ def _matrices(
     return rows
 
 
+def _log_calls(environments: Sequence[CompoWorldEnv], log_metric: Any) -> None:
+    """Log the mean, per rollout, of the gateway calls that reached the world, of those that called a service's
+    tool (``call_tool``) and of those answered with an error envelope."""
+    if log_metric is None or not environments:
+        return
+    count = len(environments)
+    log_metric("env/gateway_calls", sum(len(e.calls) for e in environments) / count)
+    log_metric("env/service_calls", sum(e.calls.count("call_tool") for e in environments) / count)
+    log_metric("env/gateway_errors", sum(e.errors for e in environments) / count)
+
+
 def _grouped(
-    kind: str, completions: Sequence[Any], task_id: Sequence[str], environments: Sequence[CompoWorldEnv]
+    kind: str,
+    completions: Sequence[Any],
+    task_id: Sequence[str],
+    environments: Sequence[CompoWorldEnv],
+    log_metric: Any = None,
 ) -> list[float]:
+    _log_calls(environments, log_metric)
     rows = _matrices(environments, completions)
     rewards = [0.0] * len(rows)
     for indices in _groups(task_id).values():
@@ -169,21 +213,21 @@ def cfrr_reward(
     completions: Sequence[Any], task_id: Sequence[str], environments: Sequence[CompoWorldEnv], **kwargs: Any
 ) -> list[float]:
     """TRL reward function: CFRR over each group of rollouts of one task."""
-    return _grouped("cfrr", completions, task_id, environments)
+    return _grouped("cfrr", completions, task_id, environments, kwargs.get("log_metric"))
 
 
 def rubric_reward(
     completions: Sequence[Any], task_id: Sequence[str], environments: Sequence[CompoWorldEnv], **kwargs: Any
 ) -> list[float]:
     """TRL reward function: the plain weighted rubric fraction (net of negative criteria)."""
-    return _grouped("rubric", completions, task_id, environments)
+    return _grouped("rubric", completions, task_id, environments, kwargs.get("log_metric"))
 
 
 def success_reward(
     completions: Sequence[Any], task_id: Sequence[str], environments: Sequence[CompoWorldEnv], **kwargs: Any
 ) -> list[float]:
     """TRL reward function: 1 when every criterion passes."""
-    return _grouped("success", completions, task_id, environments)
+    return _grouped("success", completions, task_id, environments, kwargs.get("log_metric"))
 
 
 def grpo_rows(tasks: Sequence[Task]) -> list[dict[str, Any]]:
@@ -215,11 +259,14 @@ def train_grpo(
     max_tool_calling_iterations: int = 12,
     lora: bool = False,
     sft_data: list[str] | None = None,
+    temperature: float = 1.0,
+    max_tasks: int | None = None,
 ) -> dict[str, Any]:
     """One GRPO run with TRL: the gateway environment, rubric rewards grouped by task.
 
-    ``model="tiny"`` builds the local smoke model (its tokenizer is trained on ``sft_data`` or on the
-    task instructions). Returns the logged metrics.
+    ``model="tiny"`` builds the local smoke model with random weights (its tokenizer is trained on ``sft_data`` or
+    on the prompts); it emits no tool calls. A tiny model warmed up by ``train_sft(..., env_tools=True)`` does.
+    ``max_tasks`` keeps the first tasks of the file only. Returns the logged metrics.
     """
     import os
 
@@ -229,21 +276,26 @@ def train_grpo(
     from taskgen.task import read_jsonl
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
-    tasks = list(read_jsonl(tasks_file))
+    tasks = list(read_jsonl(tasks_file))[:max_tasks]
     rows = grpo_rows(tasks)
     cpu = False
     if model == "tiny":
-        from training.sft import read_sft, tiny_model, tiny_tokenizer
+        from training.sft import SEED, rendered_texts, sft_rows, tiny_model, tiny_tokenizer
 
-        texts = [json.dumps(r) for r in read_sft(sft_data)] if sft_data else [json.dumps(r) for r in rows]
-        tokenizer: Any = tiny_tokenizer(texts)
-        network: Any = tiny_model(tokenizer)
+        tools = env_tool_schemas()
+        source = (
+            sft_rows(sft_data, tools=tools) if sft_data else [{"messages": r["prompt"], "tools": tools} for r in rows]
+        )
+        tokenizer: Any = tiny_tokenizer(rendered_texts(source))
+        network: Any = tiny_model(tokenizer, seed=SEED)
         cpu = True
     else:
+        import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         tokenizer = AutoTokenizer.from_pretrained(model)
         network = AutoModelForCausalLM.from_pretrained(model)
+        cpu = not torch.cuda.is_available()  # e.g. a warmed-up tiny model; TRL's bf16 default needs a GPU
     rewards: Any = {"cfrr": cfrr_reward, "rubric": rubric_reward, "success": success_reward}[reward]
     peft_config = None
     if lora:
@@ -259,6 +311,7 @@ def train_grpo(
         num_generations=num_generations,
         max_completion_length=max_completion_length,
         learning_rate=learning_rate,
+        temperature=temperature,
         logging_steps=1,
         report_to=[],
         use_cpu=cpu,

@@ -3,9 +3,11 @@
 :func:`load_sft_dataset` reads SFT JSONL files — ours (``compoworld export sft``) and the published
 CompoWorld ones, which share the layout — into a Hugging Face ``datasets.Dataset`` with the
 columns TRL's ``SFTTrainer`` reads: ``messages`` and a per-row ``tools`` (kept as a JSON string,
-since every row has its own tool schemas). :func:`tiny_model` builds a small Qwen3-architecture
-model from a config and a byte-level BPE tokenizer trained on the data itself, with TRL's bundled
-Qwen3 chat template — no download — so the whole SFT path runs on a CPU in seconds.
+since every row has its own tool schemas), optionally rendered with the tools of GRPO's environment and
+cut after the first assistant turns (a warm-up for GRPO). :func:`tiny_model` builds a small
+Qwen3-architecture model from a config and :func:`tiny_tokenizer` a byte-level BPE tokenizer trained
+on the rendered data itself, with TRL's bundled Qwen3 chat template — no download — so the whole SFT
+path runs on a CPU in seconds.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 TINY = "tiny"
+SEED = 42  # the Trainer's default seed; the tiny model's initial weights are drawn from it too
 
 
 def read_sft(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
@@ -55,19 +58,63 @@ def _arguments(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def load_sft_dataset(paths: Iterable[str | Path] | str | Path, held_out: float = 0.0, seed: int = 0) -> Any:
+GATEWAY_TOOL_NAMES = frozenset({"list_services", "list_tools", "describe_tool", "call_tool"})
+
+
+def _tool_names(tools: Any) -> set[str]:
+    return {t.get("function", t).get("name", "") for t in tools or [] if isinstance(t, dict)}
+
+
+def _first_turns(messages: list[dict[str, Any]], turns: int) -> list[dict[str, Any]]:
+    """The conversation cut right after its ``turns``-th assistant message."""
+    seen = 0
+    for index, message in enumerate(messages):
+        if message["role"] == "assistant":
+            seen += 1
+            if seen == turns:
+                return messages[: index + 1]
+    return messages
+
+
+def sft_rows(
+    paths: Iterable[str | Path] | str | Path, tools: list[dict[str, Any]] | None = None, turns: int | None = None
+) -> list[dict[str, Any]]:
+    """SFT records as ``SFTTrainer`` rows (``messages``, ``tools`` as JSON, ``task_id``).
+
+    ``tools`` replaces the tool specs of gateway-surface rows (those offering exactly the four meta-tools): pass
+    :func:`training.grpo.env_tool_schemas` so a warm-up renders the very prompt GRPO's environment will render.
+    ``turns`` keeps each conversation only up to its ``turns``-th assistant message (a warm-up on the first calls).
+    """
+    files = [paths] if isinstance(paths, str | Path) else list(paths)
+    rows = []
+    for record in read_sft(files):
+        messages = [_message(m) for m in record["messages"]]
+        if turns is not None:
+            messages = _first_turns(messages, turns)
+        row_tools = record.get("tools", [])
+        if tools is not None and _tool_names(row_tools) == GATEWAY_TOOL_NAMES:
+            row_tools = tools
+        rows.append(
+            {
+                "messages": messages,
+                "tools": json.dumps(row_tools),
+                "task_id": str(record.get("meta", {}).get("task_id", "")),
+            }
+        )
+    return rows
+
+
+def load_sft_dataset(
+    paths: Iterable[str | Path] | str | Path,
+    held_out: float = 0.0,
+    seed: int = 0,
+    tools: list[dict[str, Any]] | None = None,
+    turns: int | None = None,
+) -> Any:
     """A ``datasets.Dataset`` (or a train/test ``DatasetDict`` split by task) ready for ``SFTTrainer``."""
     import datasets
 
-    files = [paths] if isinstance(paths, str | Path) else list(paths)
-    rows: list[dict[str, Any]] = [
-        {
-            "messages": [_message(m) for m in r["messages"]],
-            "tools": json.dumps(r.get("tools", [])),
-            "task_id": str(r.get("meta", {}).get("task_id", "")),
-        }
-        for r in read_sft(files)
-    ]
+    rows = sft_rows(paths, tools=tools, turns=turns)
     dataset = datasets.Dataset.from_list(rows)
     if not held_out:
         return dataset
@@ -84,31 +131,77 @@ def load_sft_dataset(paths: Iterable[str | Path] | str | Path, held_out: float =
     )
 
 
-def tiny_tokenizer(texts: Iterable[str], vocab_size: int = 2000) -> Any:
-    """A byte-level BPE tokenizer trained on ``texts``, with TRL's Qwen3 chat template."""
+# Tokens that the chat template and TRL's tool-call parser treat as units. The first three end or open turns
+# (special); the tool-call markers must be ordinary added tokens for TRL's tool-call parsing. `<think>` and
+# `</think>` stay plain text, so that the empty thinking block every assistant turn opens with (`<think>\n\n`,
+# `</think>\n\n`) is two tokens rather than four (the same `\n` twice, which a tiny model confuses).
+SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+MARKER_TOKENS = ["<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>"]
+
+
+def chat_template() -> str:
+    """TRL's bundled Qwen3 chat template (the tiny model's template)."""
     import trl
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    return (Path(trl.__file__).parent / "chat_templates" / "qwen3.jinja").read_text()
+
+
+def rendered_texts(rows: Iterable[dict[str, Any]]) -> list[str]:
+    """Each row's conversation as the tiny model will see it: rendered by TRL's Qwen3 training template."""
+    from transformers.utils.chat_template_utils import render_jinja_template
+    from trl.chat_template_utils import qwen3_training_chat_template
+
+    texts = []
+    for row in rows:
+        tools = row.get("tools")
+        tools = json.loads(tools) if isinstance(tools, str) else tools
+        # Returns (rendered conversations, generation indices), though annotated as `str`.
+        rendered: Any = render_jinja_template(
+            [row["messages"]], tools=tools or None, chat_template=qwen3_training_chat_template
+        )
+        texts.append(rendered[0][0])
+    return texts
+
+
+def tiny_tokenizer(texts: Iterable[str], vocab_size: int = 8000) -> Any:
+    """A byte-level BPE tokenizer trained on ``texts``, with TRL's Qwen3 chat template.
+
+    Train it on rendered conversations (:func:`rendered_texts`). Words are not split at spaces — only texts at line
+    breaks and at the chat markers — so the lines every prompt repeats (the system prompt, each tool's JSON schema)
+    become a few tokens each and a gateway prompt shrinks from ~1,300 tokens to ~200: a tiny model then learns its
+    first tool call in a few CPU seconds.
+    """
+    import re
+
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
     tokenizer = Tokenizer(models.BPE(unk_token=None))
-    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tokenizer.decoder = decoders.ByteLevel()
-    special = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
-    trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size, special_tokens=special, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+    tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex("\n+"), behavior="merged_with_previous"),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ]
     )
-    tokenizer.train_from_iterator(texts, trainer)
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size, special_tokens=SPECIAL_TOKENS, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+    )
+    markers = re.compile("|".join(re.escape(t) for t in SPECIAL_TOKENS + MARKER_TOKENS))
+    tokenizer.train_from_iterator((piece for text in texts for piece in markers.split(text) if piece), trainer)
     fast = PreTrainedTokenizerFast(tokenizer_object=tokenizer, eos_token="<|im_end|>", pad_token="<|endoftext|>")
     # Tool-call markers must be ordinary (non-special) added tokens for TRL's tool-call parsing.
-    fast.add_tokens(["<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>", "<think>", "</think>"])
-    fast.chat_template = (Path(trl.__file__).parent / "chat_templates" / "qwen3.jinja").read_text()
+    fast.add_tokens(MARKER_TOKENS)
+    fast.chat_template = chat_template()
     return fast
 
 
-def tiny_model(tokenizer: Any, hidden: int = 64, layers: int = 2) -> Any:
-    """A small Qwen3-architecture causal LM sized to ``tokenizer`` (random weights)."""
-    from transformers import Qwen3Config, Qwen3ForCausalLM
+def tiny_model(tokenizer: Any, hidden: int = 64, layers: int = 2, seed: int | None = None) -> Any:
+    """A small Qwen3-architecture causal LM sized to ``tokenizer`` (random weights, from ``seed`` when given)."""
+    from transformers import Qwen3Config, Qwen3ForCausalLM, set_seed
 
+    if seed is not None:
+        set_seed(seed)
     config = Qwen3Config(
         vocab_size=len(tokenizer),
         hidden_size=hidden,
@@ -136,21 +229,40 @@ def train_sft(
     max_length: int = 4096,
     lora: bool = False,
     cpu: bool = False,
+    env_tools: bool = False,
+    turns: int | None = None,
+    assistant_only_loss: bool = False,
 ) -> dict[str, Any]:
-    """Run TRL's ``SFTTrainer``; ``model="tiny"`` builds the local smoke-test model. Returns the losses."""
+    """Run TRL's ``SFTTrainer``; ``model="tiny"`` builds the local smoke-test model. Returns the losses.
+
+    ``env_tools`` renders gateway rows with the tool schemas of GRPO's environment (``training.grpo.CompoWorldEnv``)
+    instead of the gateway's specs, ``turns`` keeps the first assistant turns of each conversation only and
+    ``assistant_only_loss`` trains on the assistant's tokens only: together, a warm-up that teaches a model the first
+    tool calls of the very prompts ``train_grpo`` will show it.
+    """
+    import datasets
     from trl import SFTConfig, SFTTrainer
 
-    dataset = load_sft_dataset(data)
+    tools = None
+    if env_tools:
+        from training.grpo import env_tool_schemas
+
+        tools = env_tool_schemas()
+    rows = sft_rows(data, tools=tools, turns=turns)
+    dataset = datasets.Dataset.from_list(rows)
     if model == TINY:
-        tokenizer = tiny_tokenizer(json.dumps(r) for r in read_sft(data))
-        network: Any = tiny_model(tokenizer)
+        # The tokenizer learns the whole conversations (tool results too), even when the training keeps a few turns.
+        tokenizer = tiny_tokenizer(rendered_texts(sft_rows(data, tools=tools)))
+        network: Any = tiny_model(tokenizer, seed=SEED)
         learning_rate = max(learning_rate, 3e-3)
         cpu = True
     else:
+        import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         tokenizer = AutoTokenizer.from_pretrained(model)
         network = AutoModelForCausalLM.from_pretrained(model)
+        cpu = cpu or not torch.cuda.is_available()  # TRL's bf16 default needs a GPU
     peft_config = None
     if lora:
         from peft import LoraConfig
@@ -173,6 +285,8 @@ def train_sft(
         max_length=max_length,
         use_cpu=cpu,
         save_strategy="no",
+        assistant_only_loss=assistant_only_loss,
+        gradient_checkpointing=model != TINY,  # TRL's default; a tiny model has no memory to save
     )
     trainer = SFTTrainer(
         model=network, args=args, train_dataset=dataset, processing_class=tokenizer, peft_config=peft_config

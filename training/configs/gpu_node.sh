@@ -13,9 +13,9 @@ compoworld run --tasks "$OUT/tasks.jsonl" --agent oracle --surface gateway --par
   --store "$OUT/runs.db"
 compoworld export sft oracle --store "$OUT/runs.db" -o "$OUT/sft.jsonl" --held-out 0.05
 
-# 2. SFT (LoRA) on the gateway trajectories.
+# 2. SFT (LoRA) on the gateway trajectories, rendered with the tool schemas GRPO's environment shows (--env-tools).
 accelerate launch --num_processes 8 -m training.cli train sft --model "$MODEL" --data "$OUT/sft.jsonl" \
-  --output "$OUT/sft-model" --epochs 2 --learning-rate 1e-4 --batch-size 4 --lora
+  --output "$OUT/sft-model" --epochs 2 --learning-rate 1e-4 --batch-size 4 --lora --env-tools
 
 # 3. GRPO with tool calls into task worlds; rollouts of one task form the CFRR group.
 compoworld tasks generate -n 2000 --seed 2 --workers 16 -o "$OUT/rl-tasks.jsonl"
