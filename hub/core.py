@@ -33,6 +33,8 @@ class Hub:
         self._seeded: dict[tuple[str, int], ServiceSlot] = {}
         self._worlds: dict[str, World] = {}
         self._lock = threading.Lock()
+        # What clients derive from the registry alone (a task walker per seed, …), kept as long as the hub.
+        self.derived: dict[Any, Any] = {}
 
     @classmethod
     def native(
@@ -88,8 +90,8 @@ class Hub:
         else:
             if seed is None:
                 raise ValueError("open_world needs a seed or a snapshot")
-            slots = {name: self.seeded_slot(name, seed) for name in stateful}
-        world = World(self, world_id, names, seed, slots, [])
+            slots = {}  # each comes from the seeded cache on first use (see World)
+        world = World(self, world_id, names, seed, slots, [], stateful)
         if snapshot is not None:
             world.initial = snapshot
         for factory in reversed(self.middleware):

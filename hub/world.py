@@ -5,8 +5,10 @@ over HTTP) and never shares state with another world. Opening, forking and reset
 cheap because service states are **copy-on-write**: a world opened from a seed shares the hub's
 cached seeded state of each service until its first write to that service, and a fork shares
 every state with its parent until either side writes. Read tools never copy (the conformance
-checker guarantees they do not mutate). Per-service snapshots and hashes are cached until the
-next write, so hashing a fresh or barely touched world costs microseconds.
+checker guarantees they do not mutate). The copy itself is made field by field as the write
+touches them (:func:`servers.state.lazy_copy`), and a world takes a service's slot from the
+hub's cache only when it first uses that service. Per-service snapshots and hashes are cached
+until the next write, so hashing a fresh or barely touched world costs microseconds.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import copy
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -56,9 +58,13 @@ class ServiceSlot:
 
     def write_state(self) -> ServiceState:
         """The state, made private to this world first; cached snapshot and hash are dropped."""
-        if self._state is None or not self.owned:
-            source = self._snap if self._snap is not None else snapshot(self.read_state())
-            self._state = self.service.restore(source)
+        if self._state is None:
+            assert self._snap is not None
+            self._state = self.service.restore(self._snap)
+            self.owned = True
+        elif not self.owned:
+            source = self._snap if self._snap is not None else snapshot(self._state)
+            self._state = self.service.copy_state(self._state, source)
             self.owned = True
         self._snap = None
         self._hash = None
@@ -79,6 +85,16 @@ class ServiceSlot:
         """A slot for another world over the same state; both copy before their next write."""
         self.owned = False
         return ServiceSlot(self.service, self._state, self._snap, owned=False, state_hash=self._hash)
+
+    def detach(self) -> ServiceSlot:
+        """A slot for another world that leaves a state this slot owns private to it.
+
+        An owned state is handed over as its snapshot (restored only when the other world
+        touches it), so this slot can keep writing in place; a shared state is shared.
+        """
+        if self.owned and self._state is not None:
+            return ServiceSlot(self.service, None, self.snapshot(), owned=True, state_hash=self._hash)
+        return self.share()
 
 
 @dataclass
@@ -104,6 +120,10 @@ def unknown_tool(tool: str, services: Iterable[str]) -> Envelope:
     )
 
 
+def _dispatch(ctx: CallContext) -> Envelope:
+    return ctx.world._core(ctx)
+
+
 class World:
     """The states of the services mounted for one episode, with an explicit id."""
 
@@ -115,12 +135,20 @@ class World:
         seed: int | None,
         slots: dict[str, ServiceSlot],
         middleware: list[Middleware],
+        stateful: Sequence[str] | None = None,
     ) -> None:
         self.hub = hub
         self.id = world_id
         self.services = services
         self.seed = seed
+        # ``_slots`` holds the slots in use; a service of ``stateful`` that has none yet is in its
+        # seeded state, and gets its slot from the hub's cache when first needed (a world over
+        # every service touches a handful of them).
         self._slots = slots
+        self._order = tuple(stateful) if stateful is not None else tuple(slots)
+        self._stateful = frozenset(self._order)
+        if seed is None and len(self._stateful) != len(slots):
+            raise ValueError("a world without a seed needs a slot for every stateful service")
         self._entries: dict[str, ServiceEntry] = {name: hub.registry.services[name] for name in services}
         self.middleware = middleware
         self._handler = self._build_pipeline()
@@ -135,7 +163,10 @@ class World:
     # -- calling -----------------------------------------------------------------------------
 
     def _build_pipeline(self) -> Handler:
-        handler: Handler = self._core
+        # The handlers reach the world through ``ctx.world``, never through a closure over
+        # ``self``: a world is then no reference cycle and its states are freed the moment it
+        # is dropped, instead of piling up for the cyclic garbage collector.
+        handler: Handler = _dispatch
         for mw in reversed(self.middleware):
             handler = (lambda m, nxt: lambda ctx: m(ctx, nxt))(mw, handler)
         return handler
@@ -149,10 +180,17 @@ class World:
         entry = ctx.entry
         if entry is None:
             return unknown_tool(ctx.tool, self.services)
-        slot = self._slots.get(entry.service)
-        if slot is not None and entry.native is not None:
-            state = slot.write_state() if entry.kind == "write" else slot.read_state()
-            return entry.native.invoke(state, ctx.arguments)
+        slot = self._slots.get(entry.service) or self._seeded(entry.service)
+        tool = entry.native
+        if slot is not None and tool is not None:
+            if entry.kind != "write":
+                return tool.invoke(slot.read_state(), ctx.arguments)
+            # Arguments are checked before the state is made private: a call refused with a 400
+            # copies nothing and keeps the cached snapshot and hash.
+            values = tool.prepare(ctx.arguments)
+            if isinstance(values, str):
+                return error(400, values)
+            return tool.run(slot.write_state(), values)
         backend = self._entries[entry.service].backend
         if backend is None:
             return error(500, f"service {entry.service!r} has no backend")
@@ -173,10 +211,33 @@ class World:
     @property
     def stateful_services(self) -> frozenset[str]:
         """Mounted services whose state lives in this world (native ones; not external)."""
-        return frozenset(self._slots)
+        return self._stateful
 
     def slot(self, service: str) -> ServiceSlot:
-        return self._slots[service]
+        found = self._slots.get(service) or self._seeded(service)
+        if found is None:
+            raise KeyError(service)
+        return found
+
+    def _seeded(self, service: str) -> ServiceSlot | None:
+        """The slot of a stateful service still in its seeded state (None for other services)."""
+        if service not in self._stateful:
+            return None
+        assert self.seed is not None
+        with self._lock:
+            found = self._slots.get(service)
+            if found is None:
+                found = self._slots[service] = self.hub.seeded_slot(service, self.seed)
+            return found
+
+    def _names(self, services: Iterable[str] | None) -> Sequence[str]:
+        if services is None:
+            return self._order
+        wanted = set(services)
+        return [name for name in self._order if name in wanted]
+
+    def _all_slots(self) -> list[tuple[str, ServiceSlot]]:
+        return [(name, self.slot(name)) for name in self._order]
 
     def tool_entries(self) -> list[ToolEntry]:
         return [t for name in self.services for t in self._entries[name].tools]
@@ -188,25 +249,39 @@ class World:
         with self._lock:
             return {
                 "seed": self.seed,
-                "services": {name: copy.deepcopy(slot.snapshot()) for name, slot in self._slots.items()},
+                "services": {name: copy.deepcopy(slot.snapshot()) for name, slot in self._all_slots()},
             }
 
     def restore(self, data: Mapping[str, Any]) -> None:
         """Replace every mounted service's state by the one in ``data`` (a ``snapshot()``)."""
         states = data.get("services", {})
-        missing = [name for name in self._slots if name not in states]
+        missing = [name for name in self._order if name not in states]
         if missing:
             raise ValueError(f"snapshot has no state for mounted service(s) {missing}")
         fresh = {
             name: ServiceSlot(slot.service, slot.service.restore(states[name]), owned=True)
-            for name, slot in self._slots.items()
+            for name, slot in self._all_slots()
         }
         with self._lock:
             self._slots = fresh
 
+    def savepoint(self, service: str) -> ServiceSlot:
+        """``service`` as it is now, to come back to with :meth:`rollback`. The next write copies
+        the state (field by field) instead of changing it in place, and the snapshot that copy
+        starts from is taken here, once, for both."""
+        with self._lock:
+            slot = self.slot(service)
+            slot.snapshot()
+            return slot.share()
+
+    def rollback(self, service: str, saved: ServiceSlot) -> None:
+        """Put ``service`` back exactly as it was at :meth:`savepoint` (the very same state)."""
+        with self._lock:
+            self._slots[service] = saved
+
     def restore_service(self, service: str, state: Mapping[str, Any]) -> None:
         """Put one service back to ``state`` (its snapshot), leaving the others as they are."""
-        slot = self._slots[service]
+        slot = self.slot(service)
         with self._lock:
             self._slots[service] = ServiceSlot(slot.service, None, dict(state), owned=True)
 
@@ -215,7 +290,7 @@ class World:
         if self.seed is None:
             raise ValueError(f"world {self.id!r} was opened from a snapshot and has no seed to reset to")
         with self._lock:
-            self._slots = {name: self.hub.seeded_slot(name, self.seed) for name in self._slots}
+            self._slots = {}  # every slot comes back from the hub's cache when next needed
 
     def fork(self, world_id: str | None = None) -> World:
         """An independent copy of this world (registered with the hub), sharing states until writes.
@@ -225,39 +300,62 @@ class World:
         """
         with self._lock:
             slots = {name: slot.share() for name, slot in self._slots.items()}
-        child = World(self.hub, world_id or uuid.uuid4().hex[:12], list(self.services), self.seed, slots, [])
+        return self._spawn(slots, world_id)
+
+    def _spawn(self, slots: dict[str, ServiceSlot], world_id: str | None) -> World:
+        # Services without a slot are still seeded here, and so they are in the child.
+        child = World(
+            self.hub, world_id or uuid.uuid4().hex[:12], list(self.services), self.seed, slots, [], self._order
+        )
         child.initial = self.initial
         for factory in reversed(self.hub.middleware):
             child.use(factory(child))
         return self.hub._adopt(child)
 
+    def checkpoint(self, world_id: str | None = None) -> World:
+        """A fork for resuming from this point while this world runs on (like :meth:`fork`).
+
+        States this world already owns stay private to it, so its next write does not copy them:
+        the checkpoint holds their snapshots instead and restores one only when a call touches
+        it (scoring reads the snapshot as it is). Shared states are shared, as by :meth:`fork`.
+        """
+        with self._lock:
+            slots = {name: slot.detach() for name, slot in self._slots.items()}
+        return self._spawn(slots, world_id)
+
     def service_hashes(self) -> dict[str, str]:
         with self._lock:
-            return {name: slot.hash() for name, slot in self._slots.items()}
+            return {name: slot.hash() for name, slot in self._all_slots()}
 
     def hash(self) -> str:
         """A stable hash of every mounted service's state."""
         return stable_hash(self.service_hashes())
 
-    def initial_states(self) -> dict[str, Any]:
-        """``{service: state JSON}`` of the world as it was opened (seeded, or the opening snapshot)."""
+    def initial_states(self, services: Iterable[str] | None = None) -> dict[str, Any]:
+        """``{service: state JSON}`` of the world as it was opened (seeded, or the opening snapshot),
+        for every stateful service or those of ``services``."""
+        names = self._names(services)
         if self.initial is not None:
-            return dict(self.initial.get("services", {}))
+            states = self.initial.get("services", {})
+            return dict(states) if services is None else {n: states[n] for n in names if n in states}
         if self.seed is None:
             raise ValueError(f"world {self.id!r} has neither a seed nor an opening snapshot")
-        return {n: self.hub.seeded_slot(n, self.seed).snapshot() for n in self._slots}
+        return {n: self.hub.seeded_slot(n, self.seed).snapshot() for n in names}
 
-    def states(self) -> dict[str, Any]:
-        """``{service: state JSON}`` now (cached per service; treat as read-only)."""
+    def states(self, services: Iterable[str] | None = None) -> dict[str, Any]:
+        """``{service: state JSON}`` now, for every stateful service or those of ``services``
+        (cached per service; treat as read-only)."""
+        names = self._names(services)
         with self._lock:
-            return {name: slot.snapshot() for name, slot in self._slots.items()}
+            return {name: self.slot(name).snapshot() for name in names}
 
-    def score(self, rubric: Any, report: Mapping[str, Any] | None = None) -> Any:
-        """Score this world's current state (and the agent's report) against a rubric."""
+    def score(self, rubric: Any, report: Mapping[str, Any] | None = None, services: Iterable[str] | None = None) -> Any:
+        """Score this world's current state (and the agent's report) against a rubric; with
+        ``services``, only those are looked at (every service the rubric names must be one)."""
         from hub.rubric import Rubric, score
 
         parsed = rubric if isinstance(rubric, Rubric) else Rubric.model_validate(rubric)
-        return score(parsed, self.initial_states(), self.states(), report)
+        return score(parsed, self.initial_states(services), self.states(services), report)
 
     def diff(
         self, before: Mapping[str, Any] | None = None, after: Mapping[str, Any] | None = None
@@ -265,7 +363,7 @@ class World:
         """Changes per service between two snapshots (default: the opening state and now)."""
         if before is None:
             before = {"services": self.initial_states()}
-        after_states = after["services"] if after is not None else {n: s.snapshot() for n, s in self._slots.items()}
+        after_states = after["services"] if after is not None else {n: s.snapshot() for n, s in self._all_slots()}
         changes: dict[str, list[Change]] = {}
         for name in sorted(set(before["services"]) | set(after_states)):
             found = diff(before["services"].get(name), after_states.get(name))

@@ -48,7 +48,7 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, NaiveDatetime,
 from pydantic.fields import FieldInfo
 from pydantic_core import to_jsonable_python
 
-from servers.state import Change, diff, snapshot, stable_hash
+from servers.state import Change, diff, lazy_copy, snapshot, stable_hash
 from servers.types import Count, Offset
 
 if TYPE_CHECKING:
@@ -171,6 +171,23 @@ class ServiceState(BaseModel):
         """Advance the service clock and return the new time (writes stamp records with it)."""
         self.clock = self.clock + dt.timedelta(minutes=minutes)
         return self.clock
+
+    @classmethod
+    def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        """Pydantic's JSON schema of the state: built once per class and arguments, a fresh copy
+        each call (building it walks every record model, tens of milliseconds for a large state,
+        and the task generator and the conformance checker ask for it per service and run)."""
+        try:
+            key = (cls, args, tuple(sorted(kwargs.items())))
+            found = _STATE_SCHEMAS.get(key)
+        except TypeError:  # an unhashable argument: not cached
+            return super().model_json_schema(*args, **kwargs)
+        if found is None:
+            found = _STATE_SCHEMAS[key] = super().model_json_schema(*args, **kwargs)
+        return copy.deepcopy(found)
+
+
+_STATE_SCHEMAS: dict[Any, dict[str, Any]] = {}
 
 
 T = TypeVar("T")
@@ -383,13 +400,24 @@ class Tool:
 
     def invoke(self, state: ServiceState, arguments: Any) -> Envelope:
         """Validate ``arguments``, run the tool on ``state`` and return the envelope. Never raises."""
+        values = self.prepare(arguments)
+        if isinstance(values, str):
+            return error(400, values)
+        return self.run(state, values)
+
+    def prepare(self, arguments: Any) -> dict[str, Any] | str:
+        """The validated keyword arguments, or the message of the 400 envelope :meth:`invoke` gives.
+
+        It needs no state, so a caller can refuse bad input before it touches (or copies) one.
+        """
         if arguments is None:
             arguments = {}
         if not isinstance(arguments, dict):
-            return error(400, f"arguments of {self.name!r} must be a JSON object, got {type(arguments).__name__}")
-        values = self.validate(arguments)
-        if isinstance(values, str):
-            return error(400, values)
+            return f"arguments of {self.name!r} must be a JSON object, got {type(arguments).__name__}"
+        return self.validate(arguments)
+
+    def run(self, state: ServiceState, values: dict[str, Any]) -> Envelope:
+        """Run the tool on ``state`` with arguments :meth:`prepare` validated. Never raises."""
         try:
             result = self.func(state, **values)
         except ServiceError as exc:
@@ -583,6 +611,19 @@ class Service(Generic[S]):
 
     def restore(self, data: dict[str, Any]) -> S:
         return self.state_type.model_validate(data)
+
+    def copy_state(self, state: S, data: dict[str, Any]) -> S:
+        """A private copy of ``state``, whose snapshot is ``data``, for a world about to change it.
+
+        Fields are copied on first use (:func:`servers.state.lazy_copy`) where the state's class
+        allows it, so a write pays for the collections it touches, not for the whole state;
+        ``restore(data)`` otherwise. ``state`` must stay unchanged while the copy lives.
+        """
+        if type(self).restore is Service.restore and type(state) is self.state_type:
+            copied = lazy_copy(state, data)
+            if copied is not None:
+                return copied
+        return self.restore(data)
 
     def state_hash(self, state: S) -> str:
         return stable_hash(snapshot(state))

@@ -8,11 +8,17 @@ of path-level changes, the unit that rubrics and write recordings talk about.
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
-from typing import Any, Literal
+import weakref
+from decimal import Decimal
+from enum import Enum
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict
+
+M = TypeVar("M", bound=BaseModel)
 
 
 class Change(BaseModel):
@@ -74,5 +80,133 @@ def diff(before: Any, after: Any, path: str = "") -> list[Change]:
 
 
 def snapshot(state: BaseModel) -> dict[str, Any]:
-    """A JSON-serialisable copy of ``state``."""
-    return state.model_dump(mode="json")
+    """A JSON-serialisable copy of ``state``.
+
+    For a :func:`lazy_copy`, only the fields it no longer shares with its source are dumped; the
+    others are the source's snapshot's own (read-only) values.
+    """
+    lazy = _LAZY.get(id(state)) if _LAZY else None
+    if lazy is None:
+        return state.model_dump(mode="json")
+    values = state.__dict__
+    shared = {name for name, value in lazy.values.items() if values.get(name) is value}
+    if not shared:
+        return state.model_dump(mode="json")
+    dumped = state.model_dump(mode="json", exclude=shared)
+    return {key: dumped[key] if key in dumped else lazy.snap[key] for key in lazy.snap}
+
+
+# ---------------------------------------------------------------------------------------------
+# Lazy copies: copy-on-write per field
+
+
+class _Lazy:
+    """What a lazy copy shares: its source's field values and the source's snapshot."""
+
+    __slots__ = ("ref", "snap", "values")
+
+    def __init__(self, values: dict[str, Any], snap: dict[str, Any]) -> None:
+        self.values = values
+        self.snap = snap
+        self.ref: Any = None
+
+
+_LAZY: dict[int, _Lazy] = {}  # id of a live lazy copy -> what it shares (dropped when it dies)
+_IMMUTABLE = (str, int, float, bool, type(None), bytes, dt.date, dt.time, dt.timedelta, Decimal, Enum)
+_ELIGIBLE: dict[type[BaseModel], bool] = {}
+
+
+class _SharedField:
+    """Data descriptor of one field of a model class that has lazy copies: reading the field of a
+    lazy copy that still shares its value with the source first replaces it by a private copy."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: Any, owner: Any = None) -> Any:
+        if obj is None:  # pydantic keeps no field attributes on a model class: neither do we
+            raise AttributeError(self.name)
+        try:
+            value = obj.__dict__[self.name]
+        except KeyError:
+            raise AttributeError(self.name) from None
+        lazy = _LAZY.get(id(obj)) if _LAZY else None
+        if lazy is not None and value is lazy.values.get(self.name) and not isinstance(value, _IMMUTABLE):
+            # Validated again from the source's snapshot, as a whole-state restore would.
+            type(obj).__pydantic_validator__.validate_assignment(obj, self.name, lazy.snap[self.name])
+            value = obj.__dict__[self.name]
+        return value
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        obj.__dict__[self.name] = value  # what pydantic's own assignment does (it never calls this)
+
+
+def lazy_copy(model: M, snap: dict[str, Any]) -> M | None:
+    """A private copy of ``model`` (whose snapshot is ``snap``) made field by field, on first use.
+
+    The copy starts out sharing every field value with ``model``; reading a field through the
+    copy gives it its own value first, validated from ``snap`` like a whole-state restore. A
+    write tool that touches two collections of a state thus copies those two, and the copy's
+    snapshot re-dumps only them. ``model`` must not change while the copy lives (copy-on-write
+    states never do once shared). None when the model's class does not allow it (validators
+    over the whole model, private attributes, extra fields, a custom serializer, …): restore
+    from ``snap`` then.
+    """
+    cls = type(model)
+    if not _eligible(cls, model, snap):
+        return None
+    return _make_lazy(cls, model, snap)
+
+
+def _make_lazy(cls: type[M], model: M, snap: dict[str, Any]) -> M:
+    values = dict(model.__dict__)
+    copy = cls.__new__(cls)
+    object.__setattr__(copy, "__dict__", dict(values))
+    object.__setattr__(copy, "__pydantic_fields_set__", set(model.__pydantic_fields_set__))
+    object.__setattr__(copy, "__pydantic_extra__", None)
+    object.__setattr__(copy, "__pydantic_private__", None)
+    key = id(copy)
+    lazy = _Lazy(values, snap)
+    lazy.ref = weakref.ref(copy, lambda _ref: _LAZY.pop(key, None))
+    _LAZY[key] = lazy
+    return copy
+
+
+def _probe(cls: type[M], model: M, snap: dict[str, Any]) -> bool:
+    """Whether a copy snapshots like its source, before and after it takes every field."""
+    try:
+        probe = _make_lazy(cls, model, snap)
+        if snapshot(probe) != snap:
+            return False
+        for name in cls.model_fields:
+            getattr(probe, name)
+        return probe.model_dump(mode="json") == snap and snapshot(probe) == snap
+    except Exception:  # a state that does not round-trip field by field: copied whole instead
+        return False
+
+
+def _eligible(cls: type[BaseModel], model: BaseModel, snap: dict[str, Any]) -> bool:
+    found = _ELIGIBLE.get(cls)
+    if found is None:
+        decorators = cls.__pydantic_decorators__
+        found = not (
+            decorators.model_validators
+            or decorators.root_validators
+            or decorators.model_serializers
+            or cls.__private_attributes__
+            or cls.__pydantic_post_init__
+            or cls.model_config.get("extra") == "allow"
+            or cls.model_config.get("frozen")
+            or getattr(cls, "__pydantic_root_model__", False)
+            or any(f.frozen for f in cls.model_fields.values())
+        )
+        found = found and cls.__pydantic_complete__ and set(cls.model_fields) <= set(snap)
+        if found:
+            for name in cls.model_fields:
+                if not isinstance(cls.__dict__.get(name), _SharedField):
+                    setattr(cls, name, _SharedField(name))
+            found = _probe(cls, model, snap)
+        _ELIGIBLE[cls] = found
+    return found

@@ -19,7 +19,7 @@ from typing import Any
 
 from hub.rubric import Rubric
 from servers.state import Change
-from taskgen.oracle import OracleRun, run_plan
+from taskgen.oracle import OracleRun
 from taskgen.task import PlanStep, Task, Transfer
 from taskgen.walk import Carried, StepInfo, Walk, humanize
 
@@ -127,7 +127,7 @@ FREE_TEXT_MATCHLESS = frozenset({"document_text", "note", "message_text", "paylo
 def _param_kinds(step: StepInfo) -> dict[str, str]:
     from taskgen.graph import param_types
 
-    return param_types(step.entry)
+    return step.kinds or param_types(step.entry)
 
 
 def _split(path: str) -> tuple[str, str, list[str]] | None:
@@ -248,13 +248,16 @@ def compose(
     plan = [PlanStep(tool=s.entry.qualified, arguments=s.arguments) for s in steps]
     services = walk.services
     mounted = sorted({*services, *distractors})
-    writes = [s.index for s in steps if s.entry.kind == "write"]
-    oracle = run_plan(walk.world.hub, plan, seed, mounted, checkpoints=writes)
-    initial, final = oracle.world.initial_states(), oracle.world.states()
+    # The walk's world is the oracle run: every call the walk made and did not keep left it
+    # exactly as it was (see Walker._next), so it holds what the plan alone, run from the seed,
+    # gives; each write step knows what it changed.
+    oracle = OracleRun(walk.world, [s.envelope for s in steps], [], {})
+    oracle.before = {s.index: s.before for s in steps if s.before is not None}
+    initial, final = oracle.world.initial_states(mounted), oracle.world.states(mounted)
     criteria: list[dict[str, Any]] = []
-    for step, record in zip(steps, oracle.records, strict=True):
-        if step.entry.kind == "write" and record.diff:
-            criteria.extend(_effect_criteria(step, record.diff, final, mentions))
+    for step in steps:
+        if step.entry.kind == "write" and step.changes:
+            criteria.extend(_effect_criteria(step, step.changes, final, mentions))
     carried_values = {c.value for s in steps for c in s.carried.values()}
     report_pool = [
         c

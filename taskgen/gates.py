@@ -5,16 +5,31 @@
    criteria pass trivially for it: they act as penalties, not points).
 3. ``necessary``: removing any single write step of the oracle plan fails at least one criterion.
 4. ``leak``: no carried or reported value appears in the instruction.
+
+The ``necessary`` gate needs the final world of the plan without step ``i``. When no later step
+writes the service ``i`` writes, that service ends the variant run exactly as it was just before
+step ``i`` (reads never change a state, and every service keeps its own): a positive criterion on
+it that fails there fails in the variant, and nothing has to be run. Only when that does not
+decide it is the plan re-run from the world just before step ``i`` (the oracle run's checkpoint,
+or a fresh run of the steps before it).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from hub.core import Hub
+from hub.rubric import RecordCriterion, ServiceUntouchedCriterion, UnchangedCriterion, check
+from hub.world import World
 from taskgen.compose import leaks
 from taskgen.oracle import OracleRun, continue_plan, run_plan
 from taskgen.task import Task
 
 GATES = ("oracle", "null", "necessary", "leak")
+
+STATE_CRITERIA = (RecordCriterion, UnchangedCriterion, ServiceUntouchedCriterion)
+"""Criteria that read nothing but the initial and final state of their own ``service``."""
 
 
 def check_gates(hub: Hub, task: Task, oracle: OracleRun | None = None) -> list[str]:
@@ -24,10 +39,10 @@ def check_gates(hub: Hub, task: Task, oracle: OracleRun | None = None) -> list[s
     if not positives:
         return ["oracle"]
     writes = [i for i, step in enumerate(task.plan) if hub.registry.tools[step.tool].kind == "write"]
-    if oracle is None or not set(writes) <= set(oracle.checkpoints):
+    if oracle is None:
         oracle = run_plan(hub, task.plan, task.seed, task.mounted, record=False, checkpoints=writes)
     try:
-        result = oracle.world.score(task.rubric, report=task.expected_report)
+        result = oracle.world.score(task.rubric, report=task.expected_report, services=task.mounted)
         if not all(e.get("success") for e in oracle.envelopes) or result.score < 1.0 or result.net_score < 1.0:
             failed.append("oracle")
     finally:
@@ -39,18 +54,57 @@ def check_gates(hub: Hub, task: Task, oracle: OracleRun | None = None) -> list[s
             failed.append("null")
     finally:
         null.close()
+    total = sum(c.weight for c in positives)
+    initial = oracle.world.initial_states(task.mounted)
     for index in writes:
-        # Resume from the oracle's world just before the step, so the steps before it are not re-run.
-        start = oracle.checkpoints.pop(index)
-        dropped = continue_plan(start, task.plan, oracle.envelopes[:index], index, skip=[index], record=False)
+        start = oracle.checkpoints.pop(index, None)
         try:
+            if _fails_without(hub, task, index, _before(hub, task, oracle, index, start), initial, positives, total):
+                continue
+            if start is None:  # what the steps before this one leave, run afresh
+                start = run_plan(hub, task.plan[:index], task.seed, task.mounted, record=False).world
+            # Resume from the world just before the step, so the steps before it are not re-run.
+            dropped = continue_plan(start, task.plan, oracle.envelopes[:index], index, skip=[index], record=False)
             if dropped.world.score(task.rubric, report=task.expected_report).score >= 1.0:
                 failed.append("necessary")
                 break
         finally:
-            dropped.world.close()
+            if start is not None:
+                start.close()
     for leftover in oracle.checkpoints.values():
         leftover.close()
     if leaks(task):
         failed.append("leak")
     return failed
+
+
+def _before(hub: Hub, task: Task, oracle: OracleRun, index: int, start: World | None) -> Any:
+    """The state of the service write ``index`` changes, just before it (None if unknown)."""
+    if index in oracle.before:
+        return oracle.before[index]
+    service = hub.registry.tools[task.plan[index].tool].service
+    if start is not None and service in start.stateful_services:
+        return start.slot(service).snapshot()
+    return None
+
+
+def _fails_without(
+    hub: Hub, task: Task, index: int, before: Any, initial: Mapping[str, Any], positives: list[Any], total: float
+) -> bool:
+    """Whether the plan without write ``index`` surely scores below 1.0, judged from ``before`` (the
+    state of the service it writes just before it) alone; False when only a re-run can tell."""
+    service = hub.registry.tools[task.plan[index].tool].service
+    if before is None:
+        return False
+    for step in task.plan[index + 1 :]:
+        entry = hub.registry.tools[step.tool]
+        if entry.service == service and entry.kind == "write":
+            return False  # the service may change again after the dropped step
+    final = {service: before}
+    for criterion in positives:
+        if not isinstance(criterion, STATE_CRITERIA) or criterion.service != service:
+            continue
+        if not check(criterion, initial, final, task.expected_report).passed:
+            # The variant's score is at most the weight of the other positives over all of them.
+            return round((total - criterion.weight) / total, 6) < 1.0
+    return False

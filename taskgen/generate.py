@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import gc
 import random
 import statistics
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -65,14 +67,12 @@ def attempt(
             return ["too_few_services"]
         others = sorted(set(hub.registry.services) - set(walk.services))
         distractors = sorted(rng.sample(others, min(len(others), rng.randint(2, 3))))
-        task, oracle = compose(walk, f"t{seed}-{index:05d}", seed, rng, distractors, policy_rate)
+        task, _ = compose(walk, f"t{seed}-{index:05d}", seed, rng, distractors, policy_rate)
     finally:
         walk.world.close()
-    try:
-        failed = check_gates(hub, task, oracle)
-    finally:
-        oracle.world.close()
-    return [f"gate:{gate}" for gate in failed] or task
+    # The gates replay the plan in a fresh world from the seed, so a task is kept only when its
+    # plan, as written (arguments referencing earlier results), reproduces what the walk did.
+    return [f"gate:{gate}" for gate in check_gates(hub, task)] or task
 
 
 def generate(
@@ -88,27 +88,69 @@ def generate(
 ) -> Generation:
     """``n`` verified tasks; the same arguments give the same tasks, byte for byte."""
     hub = hub or default_hub()
-    walker = Walker(hub, seed)
+    walker = walker_for(hub, seed)
     out = Generation()
     limit = max_attempts or n * 30
-    while len(out.tasks) < n and out.attempts < limit:
-        result = attempt(hub, walker, seed, out.attempts, min_services, min_length, max_length, policy_rate)
-        out.attempts += 1
-        if isinstance(result, list):
-            out.rejections.update(result)
-            continue
-        out.tasks.append(result)
-        if on_task is not None:
-            on_task(result)
+    with _frozen_heap():
+        while len(out.tasks) < n and out.attempts < limit:
+            result = attempt(hub, walker, seed, out.attempts, min_services, min_length, max_length, policy_rate)
+            out.attempts += 1
+            if isinstance(result, list):
+                out.rejections.update(result)
+                continue
+            out.tasks.append(result)
+            if on_task is not None:
+                on_task(result)
     return out
+
+
+@contextmanager
+def _frozen_heap() -> Iterator[None]:
+    """Keep the garbage collector out of the way of a generation run.
+
+    Every attempt allocates and frees whole service states. With the default thresholds that
+    keeps triggering collections, and each full one walks the hub's large, long-lived heap (its
+    seeded states and caches) again (a third of the run time, once). The heap alive now is
+    frozen (skipped until the run ends; a heap someone else froze is left as it is) and young
+    collections wait for many more allocations (the states are freed by reference counting).
+    """
+    thresholds = gc.get_threshold()
+    freeze = not gc.get_freeze_count()
+    if freeze:
+        gc.freeze()
+    gc.set_threshold(max(thresholds[0], GC_THRESHOLD), *thresholds[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*thresholds)
+        if freeze:
+            gc.unfreeze()
+
+
+GC_THRESHOLD = 50_000
+"""Allocations between young collections while generating (the default is 700)."""
 
 
 _WORKER: dict[str, Any] = {}
 
 
-def _init_worker(services: list[str] | None, worldmodel: bool, seed: int) -> None:
-    hub = default_hub(services, worldmodel)
-    _WORKER.update(hub=hub, walker=Walker(hub, seed), seed=seed)
+def walker_for(hub: Hub, seed: int) -> Walker:
+    """The walker of ``hub`` for ``seed``, built once (kept with the hub): it caches tool signatures
+    and seeded values, which depend only on the immutable registry and the seed, and keeps nothing
+    from one walk to the next."""
+    walker = hub.derived.get(("walker", seed))
+    if walker is None:
+        walker = hub.derived[("walker", seed)] = Walker(hub, seed)
+    assert isinstance(walker, Walker)
+    return walker
+
+
+def _init_worker(hub: Hub | None, services: list[str] | None, worldmodel: bool, seed: int) -> None:
+    hub = hub or default_hub(services, worldmodel)  # a forked worker shares its parent's hub
+    _WORKER.update(hub=hub, walker=walker_for(hub, seed), seed=seed)
+    # A worker process only generates: keep its hub out of the collector's way for good.
+    gc.freeze()
+    gc.set_threshold(max(gc.get_threshold()[0], GC_THRESHOLD), *gc.get_threshold()[1:])
 
 
 def _work(indices: list[int], min_services: int) -> list[tuple[int, str | list[str]]]:
@@ -126,18 +168,37 @@ def generate_parallel(
     services: list[str] | None = None,
     worldmodel: bool = True,
     min_services: int = 2,
-    chunk: int = 16,
+    chunk: int = 8,
     on_progress: Callable[[int], None] | None = None,
+    hub: Hub | None = None,
 ) -> Generation:
     """Like :func:`generate` on ``workers`` processes, with the same result: attempts are numbered,
-    every number's outcome depends only on the seed, and tasks are kept in attempt order."""
-    from concurrent.futures import ProcessPoolExecutor
+    every number's outcome depends only on the seed, and tasks are kept in attempt order.
 
-    results: dict[int, str | list[str]] = {}
-    out = Generation()
-    with ProcessPoolExecutor(workers, initializer=_init_worker, initargs=(services, worldmodel, seed)) as pool:
+    Where processes can be forked, the hub (``hub``, or one built here over ``services``) is built
+    once and every worker inherits it with its caches, instead of building its own; elsewhere each
+    worker builds one over ``services`` (``hub`` is then not used).
+    """
+    import multiprocessing
+    from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+    from multiprocessing.context import BaseContext
+
+    context: BaseContext = multiprocessing.get_context()
+    if "fork" in multiprocessing.get_all_start_methods():
+        context = multiprocessing.get_context("fork")
+        hub = hub or default_hub(services, worldmodel)
+        walker_for(hub, seed)  # built once, inherited
+    else:
+        hub = None
+    results: dict[int, Task | list[str]] = {}
+    pool = ProcessPoolExecutor(
+        workers, mp_context=context, initializer=_init_worker, initargs=(hub, services, worldmodel, seed)
+    )
+    try:
         next_index = 0
-        pending = set()
+        pending: set[Future[list[tuple[int, str | list[str]]]]] = set()
+        found = 0  # tasks among all results
+        complete = verified = 0  # attempts 0..complete-1 are all in, and hold this many tasks
 
         def submit() -> None:
             nonlocal next_index
@@ -147,27 +208,34 @@ def generate_parallel(
         for _ in range(workers * 2):
             submit()
         while pending:
-            done = next(iter(pending))
-            for future in list(pending):
-                if future.done():
-                    done = future
-                    break
-            pending.discard(done)
-            results.update(done.result())
-            verified = sum(1 for r in results.values() if isinstance(r, str))
+            done, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for future in done:
+                pending.discard(future)
+                for index, sent in future.result():
+                    # Parsed while the workers keep going, not all at the end.
+                    results[index] = Task.model_validate_json(sent) if isinstance(sent, str) else sent
+                    found += isinstance(sent, str)
+            while complete in results and verified < n:
+                verified += isinstance(results[complete], Task)
+                complete += 1
             if on_progress is not None:
-                on_progress(min(verified, n))
-            if verified < n and next_index < n * 30:
+                on_progress(min(found, n))
+            if verified >= n:
+                break  # the first n tasks are settled: what is still running cannot change them
+            if found < n and next_index < n * 30:
                 submit()
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+    out = Generation()
     for index in sorted(results):
         if len(out.tasks) >= n:
             break
         out.attempts = index + 1
-        result = results[index]
-        if isinstance(result, list):
-            out.rejections.update(result)
+        outcome = results[index]
+        if isinstance(outcome, list):
+            out.rejections.update(outcome)
         else:
-            out.tasks.append(Task.model_validate_json(result))
+            out.tasks.append(outcome)
     return out
 
 

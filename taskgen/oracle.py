@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from hub.core import Hub
@@ -15,10 +15,15 @@ from taskgen.task import PlanStep, resolve
 
 @dataclass
 class OracleRun:
+    """A plan run from its seed: the world it leaves, the step envelopes, the recorded calls (when
+    asked for), checkpoints of the world just before the steps asked for, and (when known) the
+    state each write step found in its service."""
+
     world: World
     envelopes: list[dict[str, Any]]
     records: list[CallRecord]
-    checkpoints: dict[int, World]  # forks of the world just before the steps asked for
+    checkpoints: dict[int, World]
+    before: dict[int, dict[str, Any]] = field(default_factory=dict)  # write step -> its service's state before it
 
 
 def run_plan(
@@ -59,7 +64,7 @@ def continue_plan(
     records: list[CallRecord] = []
     for index, step in enumerate(plan[start:], start):
         if index in wanted:
-            forks[index] = world.fork()
+            forks[index] = world.checkpoint()
         if index in skipped:
             envelopes.append(error(499, "step skipped"))
             continue

@@ -7,11 +7,14 @@ that values travel between services. Every argument is either *carried* (a ``$re
 in an earlier result: the agent must find it), *given* (a literal the instruction states: a
 name, a subject line, a date) or not passed at all. Steps that fail are tried elsewhere; writes
 that change nothing are refused. The result is the oracle plan plus what the instruction and
-the rubric need to know about each step.
+the rubric need to know about each step. A write the walk tries and drops is undone exactly (a
+savepoint of its service), so the walk's world ends as the plan alone, run from the seed, leaves
+it: the task's oracle run, with each write's state before it and its changes.
 """
 
 from __future__ import annotations
 
+import functools
 import random
 import re
 from dataclasses import dataclass, field
@@ -19,8 +22,8 @@ from typing import Any
 
 from hub.core import Hub
 from hub.registry import ToolEntry
-from hub.world import World
-from servers.state import diff
+from hub.world import ServiceSlot, World
+from servers.state import Change, diff, stable_hash
 from servers.types import SEMANTIC_KEY, resolve_ref
 from servers.values import state_values
 from taskgen.graph import NON_LINKING, field_types, param_types
@@ -164,6 +167,9 @@ class StepInfo:
     entity: str = ""
     anchor: str | None = None
     record_ref: str | None = None
+    kinds: dict[str, str] = field(default_factory=dict)  # parameter -> semantic type
+    before: dict[str, Any] | None = None  # a write's service state (snapshot) just before it
+    changes: list[Change] | None = None  # what the write changed there
 
 
 @dataclass
@@ -203,6 +209,7 @@ def noun(tool: str) -> str:
     return text[:-1] if text.endswith("s") and not text.endswith("ss") else text
 
 
+@functools.lru_cache(maxsize=65536)
 def humanize(name: str) -> str:
     return re.sub(r"_+", " ", name).strip()
 
@@ -237,14 +244,27 @@ def records_of(entry: ToolEntry, data: Any) -> list[tuple[str, dict[str, Any], d
     return [("data", data, schema, noun(entry.name))]
 
 
+_PROPERTY_TYPES: dict[int, tuple[dict[str, Any], dict[str, set[str]], list[str]]] = {}
+
+
+def property_types(props: dict[str, Any]) -> tuple[dict[str, set[str]], list[str]]:
+    """The semantic types of each property of a record schema, and the properties that can anchor
+    a record (in :data:`ANCHOR_TYPES` order). Cached per schema object: schemas are read-only."""
+    found = _PROPERTY_TYPES.get(id(props))
+    if found is None or found[0] is not props:
+        typed = {k: field_types(p) for k, p in props.items()}
+        anchors = [key for kind in ANCHOR_TYPES for key, kinds in typed.items() if kind in kinds]
+        found = (props, typed, anchors)
+        if props:  # the object is kept alive with its entry, so its id is never reused
+            _PROPERTY_TYPES[id(props)] = found
+    return found[1], found[2]
+
+
 def anchor_of(record: dict[str, Any], schema: dict[str, Any]) -> str | None:
-    props = schema.get("properties", {})
-    typed = {k: (field_types(p) or {""}) for k, p in props.items()}
-    for kind in ANCHOR_TYPES:
-        for key, kinds in typed.items():
-            value = record.get(key)
-            if kind in kinds and isinstance(value, str) and 2 < len(value) <= 80:
-                return value
+    for key in property_types(schema.get("properties", {}))[1]:
+        value = record.get(key)
+        if isinstance(value, str) and 2 < len(value) <= 80:
+            return value
     return None
 
 
@@ -266,11 +286,29 @@ class Walker:
             )
             for e in self.entries
         }
+        # Per tool, its required parameters as (name, type, is a list, resolved schema): what
+        # ``fill`` reads for every candidate of every step.
+        self.required: dict[str, list[tuple[str, str, bool, dict[str, Any]]]] = {}
+        for e in self.entries:
+            required = set(e.input_schema.get("required", []))
+            self.required[e.qualified] = [
+                (name, kind, *self._param_schema(e, name))
+                for name, kind in self.params[e.qualified].items()
+                if name in required
+            ]
+        self.deletes = frozenset(e.qualified for e in self.entries if e.name.split("_")[0] in ("delete", "remove"))
         self._values: dict[str, dict[str, list[Any]]] = {}
         self.synth = Synthesizer(_population(seed))
         self.listings = [
             e for e in self.entries if e.kind == "read" and e.name.split("_")[0] in ("list", "search", "find")
         ]
+
+    @staticmethod
+    def _param_schema(entry: ToolEntry, name: str) -> tuple[bool, dict[str, Any]]:
+        prop = entry.input_schema.get("properties", {}).get(name, {})
+        defs = entry.input_schema.get("$defs", {})
+        resolved = _resolve(dict(prop), defs)
+        return resolved.get("type") == "array", resolved
 
     def _fillable(self, entry: ToolEntry, name: str, kind: str) -> bool:
         prop = _resolve(
@@ -289,10 +327,17 @@ class Walker:
 
     # -- filling arguments -------------------------------------------------------------------
 
-    def _literal(self, entry: ToolEntry, name: str, kind: str, rng: random.Random, pool: list[Carried]) -> Any:
-        prop = _resolve(
-            dict(entry.input_schema.get("properties", {}).get(name, {})), entry.input_schema.get("$defs", {})
-        )
+    def _literal(
+        self,
+        entry: ToolEntry,
+        name: str,
+        kind: str,
+        rng: random.Random,
+        pool: list[Carried],
+        prop: dict[str, Any] | None = None,
+    ) -> Any:
+        if prop is None:
+            prop = self._param_schema(entry, name)[1]
         if "enum" in prop:
             return rng.choice(prop["enum"])
         if prop.get("type") == "array":
@@ -319,29 +364,35 @@ class Walker:
         return None
 
     def fill(
-        self, entry: ToolEntry, pool: list[Carried], rng: random.Random, last_service: str | None
+        self,
+        entry: ToolEntry,
+        pool: list[Carried],
+        rng: random.Random,
+        last_service: str | None,
+        by_type: dict[str, list[Carried]] | None = None,
     ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Carried]] | None:
-        """(arguments, given literals, carried values) for every required parameter, or None."""
+        """(arguments, given literals, carried values) for every required parameter, or None.
+
+        ``by_type`` is ``pool`` grouped by linking type (:func:`linkable`), when the caller fills
+        many tools from the same pool.
+        """
         args: dict[str, Any] = {}
         given: dict[str, Any] = {}
         carried: dict[str, Carried] = {}
-        required = set(entry.input_schema.get("required", []))
-        for name, kind in self.params[entry.qualified].items():
-            if name not in required:
-                continue
-            options = [c for c in pool if c.type == kind and kind not in NON_LINKING]
+        if by_type is None:
+            by_type = linkable(pool)
+        for name, kind, is_list, prop in self.required[entry.qualified]:
+            options = by_type.get(kind)
             if options:
                 foreign = [c for c in options if c.service != entry.service]
                 choice = rng.choice(foreign or options)
-                prop = entry.input_schema.get("properties", {}).get(name, {})
-                is_list = _resolve(dict(prop), entry.input_schema.get("$defs", {})).get("type") == "array"
                 args[name] = [{"$ref": choice.ref}] if is_list else {"$ref": choice.ref}
                 carried[name] = choice
                 continue
             if kind in FREE_TEXT:
                 given[name] = None  # filled by the composer
                 continue
-            value = self._literal(entry, name, kind, rng, pool)
+            value = self._literal(entry, name, kind, rng, pool, prop)
             if value is None:
                 return None
             args[name] = value
@@ -352,9 +403,9 @@ class Walker:
 
     def _values_of(self, step: StepInfo, path: str, record: dict[str, Any], schema: dict[str, Any]) -> list[Carried]:
         out = []
-        props = schema.get("properties", {})
+        typed = property_types(schema.get("properties", {}))[0]
         for key, value in record.items():
-            kinds = field_types(props.get(key, {})) if key in props else set()
+            kinds = typed.get(key, ())
             if len(kinds) != 1:
                 continue
             kind = next(iter(kinds))
@@ -387,20 +438,28 @@ class Walker:
         filled: tuple[Any, ...],
         rng: random.Random,
         pool: list[Carried],
+        saved: ServiceSlot | None = None,
     ) -> StepInfo | None:
+        """Call ``entry``; None if it fails or changes nothing, and then the world is put back to
+        ``saved`` (the savepoint of the service a write changes) as if it had not been called."""
         args, given, carried = filled
         resolved = resolve(args, [s.envelope for s in self._steps])
         for name in [n for n, v in given.items() if v is None]:
             text = self.text_for(entry, name, rng, pool)
             args[name] = resolved[name] = given[name] = text
-        stateful = entry.kind == "write" and entry.service in world.stateful_services
-        before = world.slot(entry.service).hash() if stateful else None
         envelope = world.call(entry.qualified, resolved)
         if not envelope.get("success"):
+            if saved is not None:
+                world.rollback(entry.service, saved)
             return None
-        if before is not None and world.slot(entry.service).hash() == before:
-            return None  # changed nothing: refused before a record is drawn, so the walk's RNG is untouched
-        step = StepInfo(index, entry, args, resolved, envelope, given, carried)
+        step = StepInfo(index, entry, args, resolved, envelope, given, carried, kinds=self.params[entry.qualified])
+        if saved is not None:
+            before, after = saved.snapshot(), world.slot(entry.service).snapshot()
+            if same_state(before, after):
+                # Changed nothing: refused before a record is drawn, so the walk's RNG is untouched.
+                world.rollback(entry.service, saved)
+                return None
+            step.before, step.changes = before, diff(before, after)
         records = records_of(entry, envelope.get("data"))
         anchored = [r for r in records if anchor_of(r[1], r[2])]
         chosen = rng.choice(anchored) if anchored else (records[0] if len(records) == 1 else None)
@@ -477,12 +536,13 @@ class Walker:
         want_write = index >= 2 and not any(s.entry.kind == "write" for s in self._steps)
         scored: list[tuple[float, ToolEntry, tuple[Any, ...]]] = []
         have = {c.type for c in pool}
+        by_type = linkable(pool)
+        needs, deletes = self.needs, self.deletes
         for entry in rng.sample(self.entries, min(160, len(self.entries))):
-            if entry.qualified in used or entry.name.split("_")[0] in ("delete", "remove"):
+            qualified = entry.qualified
+            if qualified in used or qualified in deletes or not needs[qualified] <= have:
                 continue
-            if not self.needs[entry.qualified] <= have:
-                continue
-            filled = self.fill(entry, pool, rng, last.service)
+            filled = self.fill(entry, pool, rng, last.service, by_type)
             if filled is None or not filled[2]:
                 continue
             foreign = any(c.service != entry.service for c in filled[2].values())
@@ -491,22 +551,42 @@ class Walker:
             scored.append((score, entry, filled))
         scored.sort(key=lambda item: -item[0])
         for _, entry, filled in scored[:8]:
+            # A write that is not kept is undone exactly, so the walk's world ends as the plan alone
+            # leaves it: the oracle run of the task (see taskgen.compose).
             stateful = entry.kind == "write" and entry.service in world.stateful_services
-            before = world.slot(entry.service).snapshot() if stateful else None
+            saved = world.savepoint(entry.service) if stateful else None
             mark = len(pool)
-            step = self._execute(world, index, entry, filled, rng, pool)
+            step = self._execute(world, index, entry, filled, rng, pool, saved)
             if step is None:
                 continue
-            if before is not None and not meaningful(diff(before, world.slot(entry.service).snapshot())):
+            if saved is not None and not meaningful(step.changes or []):
                 # Only timestamps moved: undo it, since a rubric could not tell it happened.
-                world.restore_service(entry.service, before)
+                world.rollback(entry.service, saved)
                 del pool[mark:]
                 continue
             return step
         return None
 
 
+def linkable(pool: list[Carried]) -> dict[str, list[Carried]]:
+    """The values of ``pool`` that can be carried, by semantic type, in pool order."""
+    out: dict[str, list[Carried]] = {}
+    for carried in pool:
+        if carried.type not in NON_LINKING:
+            out.setdefault(carried.type, []).append(carried)
+    return out
+
+
 TIMESTAMP_HINTS = ("_at", "updated", "modified", "clock", "seq", "version", "last_")
+
+
+def same_state(before: Any, after: Any) -> bool:
+    """Whether two snapshots are the same state (equal hashes), mostly by one C-level comparison.
+
+    Unequal snapshots always hash differently; equal ones almost always hash equally, and the
+    hashes are compared to rule out the corner cases (``1 == 1.0 == True``) only then.
+    """
+    return before is after or (before == after and stable_hash(before) == stable_hash(after))
 
 
 def meaningful(changes: list[Any]) -> bool:
