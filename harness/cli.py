@@ -257,4 +257,4 @@ def demo(
         ("SFT data", f"{sft} ({count} records)"),
         ("HTML report", html),
     ):
-        console.print(f"  {label:12} {where}")
+        console.print(f"  {label:12} {where}", soft_wrap=True)  # a path wrapped mid-name can't be pasted

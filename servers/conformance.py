@@ -23,6 +23,7 @@ Checks (each problem names the check, the tool and what went wrong):
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 from collections.abc import Callable
@@ -180,6 +181,33 @@ def _run_examples(test: Callable[[Any], None], examples: int, strategy: st.Searc
     wrapped()
 
 
+def schema_error(schema: Any) -> str | None:
+    """Why ``schema`` is no valid JSON Schema (draft 2020-12), or None.
+
+    The meta-schema checks each of ``$defs`` as a schema of its own, so each is checked apart,
+    once per distinct text: a service's records recur in the output schemas of most of its
+    tools, and checking the same definitions again was a quarter of a built service's
+    verification time.
+    """
+    defs = schema.get("$defs") if isinstance(schema, dict) else None
+    if not isinstance(defs, dict):
+        return _checked(json.dumps(schema, sort_keys=True))
+    for name, definition in defs.items():
+        found = _checked(json.dumps(definition, sort_keys=True))
+        if found is not None:
+            return f"$defs/{name}: {found}"
+    return _checked(json.dumps({k: v for k, v in schema.items() if k != "$defs"}, sort_keys=True))
+
+
+@functools.lru_cache(maxsize=8192)
+def _checked(text: str) -> str | None:
+    try:
+        jsonschema.Draft202012Validator.check_schema(json.loads(text))
+    except jsonschema.SchemaError as exc:
+        return exc.message
+    return None
+
+
 def check_service(service: Service[Any], *, seed: int = 0, examples: int = 12) -> Report:
     """Check ``service`` against the framework's contract; returns a report of every problem."""
     report = Report(service.name)
@@ -195,10 +223,9 @@ def check_service(service: Service[Any], *, seed: int = 0, examples: int = 12) -
 
     for tool in service.tools.values():
         for label, schema in (("input", tool.input_schema), ("output", tool.output_schema)):
-            try:
-                jsonschema.Draft202012Validator.check_schema(schema)
-            except jsonschema.SchemaError as exc:
-                add(Problem("schema", tool.name, f"{label} schema is invalid: {exc.message}"))
+            invalid = schema_error(schema)
+            if invalid is not None:
+                add(Problem("schema", tool.name, f"{label} schema is invalid: {invalid}"))
             if schema.get("type") != "object":
                 add(Problem("schema", tool.name, f"{label} schema is not an object"))
         for where in untyped_fields(tool.input_schema, tool.input_schema.get("$defs", {}), ""):

@@ -10,7 +10,9 @@ how a separately installed package adds services without touching this repositor
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import pkgutil
+from collections.abc import Iterable
 from functools import lru_cache
 from importlib.metadata import entry_points
 from typing import Any
@@ -61,6 +63,29 @@ def all_services() -> dict[str, Service[Any]]:
     for entry in entry_points(group=ENTRY_POINT_GROUP):
         add(entry.load(), f"entry point {entry.name!r} ({entry.value})")
     return dict(sorted(found.items()))
+
+
+def load_services(names: Iterable[str]) -> dict[str, Service[Any]]:
+    """The native services among ``names``, by name, importing no more modules than needed.
+
+    A service's module is named like it (``services build`` writes them so), so a name is looked
+    up as ``servers.native.<name>`` then ``servers.built.<name>``; only when some name is found
+    neither way (an entry-point service, or no native service at all) is every service imported.
+    Names that are no native service are left out.
+    """
+    wanted = list(dict.fromkeys(names))
+    found: dict[str, Service[Any]] = {}
+    for name in wanted:
+        for package in ("servers.native", "servers.built"):
+            if name.isidentifier() and importlib.util.find_spec(f"{package}.{name}") is not None:
+                candidate = getattr(importlib.import_module(f"{package}.{name}"), "service", None)
+                if isinstance(candidate, Service) and candidate.name == name:
+                    found[name] = candidate
+                    break
+    if len(found) < len(wanted):
+        every = all_services()
+        found.update({n: every[n] for n in wanted if n in every and n not in found})
+    return {n: found[n] for n in wanted if n in found}
 
 
 def get_service(name: str) -> Service[Any]:

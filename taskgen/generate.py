@@ -20,23 +20,26 @@ from taskgen.walk import Walker, WalkError
 
 
 def default_hub(services: Iterable[str] | None = None, worldmodel: bool = True) -> Hub:
-    """Every native service, plus the world model's simulated ones (rules backend)."""
-    from servers.registry import all_services
+    """Every native service, plus the world model's simulated ones (rules backend); with
+    ``services``, just those (only their modules are imported when all of them are native)."""
+    from servers.registry import all_services, load_services
 
-    natives = list(all_services().values())
+    if services is None:
+        natives = list(all_services().values())
+        missing: set[str] = set()
+    else:
+        wanted = list(dict.fromkeys(services))
+        natives = sorted(load_services(wanted).values(), key=lambda s: s.name)  # as a full hub orders them
+        missing = set(wanted) - {s.name for s in natives}
     extra = []
-    if worldmodel:
+    if worldmodel and (services is None or missing):
         from worldmodel.catalog import simulated_services
 
-        extra = [native_entry(s) for s in simulated_services()]
-    hub = Hub.native(natives, extra=extra)
-    if services is not None:
-        keep = set(services)
-        unknown = keep - set(hub.registry.services)
-        if unknown:
-            raise KeyError(f"unknown service(s) {sorted(unknown)}")
-        hub = Hub.native([s for s in natives if s.name in keep], extra=[e for e in extra if e.name in keep])
-    return hub
+        extra = [native_entry(s) for s in simulated_services() if services is None or s.name in missing]
+    unknown = missing - {e.name for e in extra}
+    if unknown:
+        raise KeyError(f"unknown service(s) {sorted(unknown)}")
+    return Hub.native(natives, extra=extra)
 
 
 @dataclass

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import socket
 import subprocess
@@ -10,9 +11,21 @@ import threading
 import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+if TYPE_CHECKING:
+    from hub.core import Hub
+
+
+@functools.cache
+def full_hub() -> Hub:
+    """The default hub (every service), built once per test process: building one imports and
+    describes ~130 services (seconds), and tests only open their own worlds on it."""
+    from taskgen.generate import default_hub
+
+    return default_hub()
 
 
 def free_port() -> int:

@@ -16,9 +16,9 @@ from mcp.client.streamable_http import streamable_http_client
 
 from harness.external import Session, load_task, open_session, read_calls, score
 from harness.store import RunStore
-from taskgen.generate import default_hub, generate
+from taskgen.generate import generate
 from taskgen.task import Task, read_jsonl, resolve, write_jsonl
-from tests.conftest import free_port, wait_for_port
+from tests.conftest import free_port, full_hub, wait_for_port
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "external-secret"
@@ -27,7 +27,7 @@ TOKEN = "external-secret"
 @pytest.fixture(scope="module")
 def tasks_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("tasks") / "tasks.jsonl"
-    assert write_jsonl(generate(2, seed=5, hub=default_hub()).tasks, path) == 2
+    assert write_jsonl(generate(2, seed=5, hub=full_hub()).tasks, path) == 2
     return path
 
 
@@ -165,7 +165,7 @@ def test_a_recorded_session_is_not_overwritten_without_resume(
     tasks_file: Path, tasks: list[Task], tmp_path: Path
 ) -> None:
     task = load_task(tasks_file, tasks[0].id)
-    hub = default_hub()
+    hub = full_hub()
     session: Session = open_session(task, tmp_path, hub=hub)
     session.call(task.plan[0].tool, task.plan[0].arguments)
     session.close()

@@ -17,8 +17,9 @@ from harness.metrics import pass_at_k, pass_curves, pass_hat_k, score_histogram,
 from harness.report import pick_episode, print_report, write_html
 from harness.runner import make_agent, run
 from harness.store import RunStore
-from taskgen.generate import default_hub, generate
+from taskgen.generate import generate
 from taskgen.task import Task
+from tests.conftest import full_hub
 
 ROLLOUTS = 3
 AGENTS = ("oracle", "null", "random")
@@ -34,7 +35,7 @@ class Run:
 
 @pytest.fixture(scope="module")
 def stored(tmp_path_factory: pytest.TempPathFactory) -> Run:
-    hub = default_hub()
+    hub = full_hub()
     tasks = generate(4, seed=4, hub=hub).tasks
     store = RunStore(tmp_path_factory.mktemp("metrics") / "runs.db")
     run(hub, tasks, [make_agent(name) for name in AGENTS], store, "r1", rollouts=ROLLOUTS)

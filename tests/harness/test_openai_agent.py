@@ -10,15 +10,15 @@ import pytest
 from harness.episode import run_episode
 from harness.openai_agent import OpenAIAgent
 from hub.core import Hub
-from taskgen.generate import default_hub, generate
+from taskgen.generate import generate
 from taskgen.oracle import run_plan
 from taskgen.task import Task, resolve
-from tests.conftest import ScriptedOpenAI
+from tests.conftest import ScriptedOpenAI, full_hub
 
 
 @pytest.fixture(scope="module")
 def setup() -> tuple[Hub, list[Task]]:
-    hub = default_hub()
+    hub = full_hub()
     return hub, generate(2, seed=8, hub=hub).tasks
 
 

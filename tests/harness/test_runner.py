@@ -15,13 +15,14 @@ import pytest
 from harness.runner import make_agent, run
 from harness.store import RunStore
 from hub.core import Hub
-from taskgen.generate import default_hub, generate
+from taskgen.generate import generate
 from taskgen.task import Task, write_jsonl
+from tests.conftest import full_hub
 
 
 @pytest.fixture(scope="module")
 def setup() -> tuple[Hub, list[Task]]:
-    hub = default_hub()
+    hub = full_hub()
     return hub, generate(5, seed=6, hub=hub).tasks
 
 
@@ -71,7 +72,7 @@ def test_mcp_path_records_what_the_in_process_path_records(setup: tuple[Hub, lis
 def test_kill_minus_nine_then_resume_keeps_every_episode_once(setup: tuple[Hub, list[Task]], tmp_path: Path) -> None:
     hub, _ = setup
     tasks_file, db = tmp_path / "tasks.jsonl", tmp_path / "runs.db"
-    write_jsonl(generate(30, seed=7, hub=hub).tasks, tasks_file)
+    write_jsonl(generate(16, seed=7, hub=hub).tasks, tasks_file)
     command = [
         sys.executable,
         "-m",
@@ -84,7 +85,7 @@ def test_kill_minus_nine_then_resume_keeps_every_episode_once(setup: tuple[Hub, 
         "--agent",
         "random",
         "--rollouts",
-        "4",
+        "2",
         "--path",
         "mcp",
         "--run",
@@ -92,7 +93,7 @@ def test_kill_minus_nine_then_resume_keeps_every_episode_once(setup: tuple[Hub, 
         "--store",
         str(db),
     ]
-    total = 30 * 2 * 4
+    total = 16 * 2 * 2
     proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
     stored = 0
@@ -104,7 +105,7 @@ def test_kill_minus_nine_then_resume_keeps_every_episode_once(setup: tuple[Hub, 
                     stored = conn.execute("select count(*) from episodes").fetchone()[0]
             except sqlite3.OperationalError:
                 continue
-        if stored >= 20:
+        if stored >= 8:
             break
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=30)

@@ -5,12 +5,13 @@ from __future__ import annotations
 import pytest
 
 from hub.core import Hub
-from taskgen.generate import Generation, default_hub, generate
+from taskgen.generate import Generation, generate
+from tests.conftest import full_hub
 
 
 @pytest.fixture(scope="session")
 def hub() -> Hub:
-    return default_hub()
+    return full_hub()
 
 
 @pytest.fixture(scope="session")

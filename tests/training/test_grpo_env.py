@@ -6,14 +6,15 @@ import json
 
 import pytest
 
-from taskgen.generate import default_hub, generate
+from taskgen.generate import generate
 from taskgen.task import Task, resolve
+from tests.conftest import full_hub
 from training.grpo import CompoWorldEnv, cfrr_reward, env_tool_schemas, grpo_rows, rubric_reward, success_reward
 
 
 @pytest.fixture(scope="module")
 def tasks() -> list[Task]:
-    CompoWorldEnv.hub = default_hub()
+    CompoWorldEnv.hub = full_hub()
     return generate(2, seed=13, hub=CompoWorldEnv.hub).tasks
 
 
