@@ -44,10 +44,7 @@ def main() -> None:
     hub_s = time.perf_counter() - started
     # One-time work per hub and seed, not per task: the seeded state of every service and the
     # walker's caches of tool signatures and seeded values. Both rates below exclude it.
-    for name, entry in hub.registry.services.items():
-        if entry.native is not None:
-            hub.seeded_slot(name, args.seed)
-    walker_for(hub, args.seed)
+    walker_for(hub, args.seed).prepare()
     generate(2, seed=args.seed + 1, hub=hub)  # warm what the first attempts would otherwise build
     setup_s = time.perf_counter() - started
     # The parallel run goes first: its workers are forked from this process, and would otherwise

@@ -190,7 +190,7 @@ def generate_parallel(
     if "fork" in multiprocessing.get_all_start_methods():
         context = multiprocessing.get_context("fork")
         hub = hub or default_hub(services, worldmodel)
-        walker_for(hub, seed)  # built once, inherited
+        walker_for(hub, seed).prepare()  # built and filled once, inherited
     else:
         hub = None
     results: dict[int, Task | list[str]] = {}

@@ -37,8 +37,8 @@ def run_plan(
 ) -> OracleRun:
     """Execute ``plan`` (minus the steps in ``skip``) in a fresh world; failed refs give error envelopes.
 
-    With ``record`` every call is recorded with its write diff (what rubrics are derived from);
-    gates that only score the final world skip that cost. ``checkpoints`` keeps a (copy-on-write)
+    With ``record`` every call is recorded with its write diff; gates that only score the final
+    world skip that cost. ``checkpoints`` keeps a (copy-on-write)
     fork of the world before each of those steps, so a variant of the plan can resume there.
     """
     world = hub.open_world(services=sorted(set(services)), seed=seed)
@@ -55,8 +55,10 @@ def continue_plan(
     checkpoints: Iterable[int] = (),
 ) -> OracleRun:
     """Run ``plan[start:]`` in ``world``, whose earlier steps gave ``envelopes``."""
-    recorder = Recorder(diffs=record)
-    world.use(recorder)
+    # Gates only need the envelopes: without ``record`` no recorder is wrapped around the world.
+    recorder = Recorder() if record else None
+    if recorder is not None:
+        world.use(recorder)
     skipped = set(skip)
     wanted = set(checkpoints)
     forks: dict[int, World] = {}
@@ -74,5 +76,6 @@ def continue_plan(
             envelopes.append(error(424, f"step {index + 1} depends on a result that is missing"))
             continue
         envelopes.append(world.call(step.tool, arguments))
-        records.append(recorder.records[-1])
+        if recorder is not None:
+            records.append(recorder.records[-1])
     return OracleRun(world, envelopes, records, forks)

@@ -317,6 +317,14 @@ class Walker:
         item = _resolve(prop.get("items", {}), {}) if prop.get("type") == "array" else prop
         return "enum" in item or kind in FREE_TEXT or kind in GIVEN_TYPES or kind in LITERAL_TYPES
 
+    def prepare(self) -> Walker:
+        """Read every service's seeded world now (state and values), not on first use: a parent
+        process does it once before forking its workers, instead of every worker on its first walks
+        (tens of milliseconds a service)."""
+        for service in self.hub.registry.services:
+            self.seeded_values(service)
+        return self
+
     def seeded_values(self, service: str) -> dict[str, list[Any]]:
         if service not in self._values:
             native = self.hub.registry.services[service].native
