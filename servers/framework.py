@@ -39,6 +39,7 @@ import functools
 import inspect
 import random
 import re
+import sys
 import typing
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -48,6 +49,7 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, NaiveDatetime,
 from pydantic.fields import FieldInfo
 from pydantic_core import to_jsonable_python
 
+from servers import schema_cache
 from servers.state import Change, diff, lazy_copy, snapshot, stable_hash
 from servers.types import Count, Offset
 
@@ -183,8 +185,23 @@ class ServiceState(BaseModel):
         except TypeError:  # an unhashable argument: not cached
             return super().model_json_schema(*args, **kwargs)
         if found is None:
-            found = _STATE_SCHEMAS[key] = super().model_json_schema(*args, **kwargs)
+            found = _STATE_SCHEMAS[key] = cls._generated_schema(args, kwargs)
         return copy.deepcopy(found)
+
+    @classmethod
+    def _generated_schema(cls, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+        module = sys.modules.get(cls.__module__)
+        cache = None
+        if not args and not kwargs and schema_cache.covered(getattr(module, "__file__", None)):
+            cache = schema_cache.shared()
+        if cache is None:
+            return super().model_json_schema(*args, **kwargs)
+        key = f"state:{cls.__module__}:{cls.__qualname__}"
+        found = cache.get(key)
+        if found is None:
+            found = (super().model_json_schema(),)
+            cache.put(key, found)
+        return dict(found[0])
 
 
 _STATE_SCHEMAS: dict[Any, dict[str, Any]] = {}
@@ -356,7 +373,17 @@ class Tool:
 
     def _build_schemas(self) -> None:
         assert self._schemas is not None
-        self._input_schema, self._output_schema = self._schemas()
+        code = getattr(self.func, "__code__", None)
+        cache = schema_cache.shared() if code is not None and schema_cache.covered(code.co_filename) else None
+        if cache is None:
+            self._input_schema, self._output_schema = self._schemas()
+            return
+        key = f"tool:{self.func.__module__}:{self.func.__qualname__}:{self.service}.{self.name}"
+        found = cache.get(key)
+        if found is None:
+            found = self._schemas()
+            cache.put(key, found)
+        self._input_schema, self._output_schema = found
 
     @property
     def input_schema(self) -> dict[str, Any]:

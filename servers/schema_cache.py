@@ -1,0 +1,123 @@
+"""A disk cache of the JSON schemas pydantic generates for tools and service states.
+
+Generating the schemas of ~3,000 tools is most of the time it takes to build a hub (about five
+seconds of pydantic's JSON-schema generation, paid again by every process: each CLI command,
+each hub server, each worker). The schemas depend only on the code, so they are kept in one file
+per version of the code: the cache key hashes every ``.py`` file of the ``servers`` package with
+the pydantic and Python versions, and any edit there starts a new file (a schema is never served
+for code other than the code that made it). Only tools and states defined inside the package are
+cached; a service installed from elsewhere (an entry point) always has its schemas generated.
+
+The file (``marshal``, written atomically when a process that added schemas exits) keeps each
+distinct schema once: tools that return the same record type share their output schema, as they
+do in memory. ``COMPOWORLD_CACHE_DIR`` moves it (default ``~/.cache/compoworld``);
+``COMPOWORLD_NO_SCHEMA_CACHE=1`` turns it off.
+"""
+
+from __future__ import annotations
+
+import atexit
+import hashlib
+import json
+import marshal
+import os
+import sys
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+import pydantic
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+FORMAT = 1
+
+
+def code_key(package_dir: Path = PACKAGE_DIR) -> str:
+    """A hash of every ``.py`` file below ``package_dir`` (path and content), pydantic and Python."""
+    digest = hashlib.sha256(f"{FORMAT}|{pydantic.VERSION}|{sys.version}".encode())
+    for path in sorted(package_dir.rglob("*.py")):
+        digest.update(str(path.relative_to(package_dir)).encode() + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+    return digest.hexdigest()[:24]
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("COMPOWORLD_CACHE_DIR") or Path.home() / ".cache" / "compoworld")
+
+
+class SchemaCache:
+    """Schemas by name (``tool:<service>.<tool>``, ``state:<module>.<class>``) for one code key."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._found: dict[str, Any] = {}
+        self._added: dict[str, Any] = {}
+        self._lock = threading.Lock()
+        try:
+            table, names = marshal.loads(path.read_bytes())
+            self._found = {name: tuple(table[i] for i in index) for name, index in names.items()}
+        except (OSError, EOFError, ValueError, TypeError, KeyError, IndexError):
+            pass  # no file yet, or an unreadable one: rebuilt from what this process generates
+
+    def get(self, name: str) -> Any:
+        return self._found.get(name)
+
+    def put(self, name: str, schemas: tuple[Any, ...]) -> None:
+        with self._lock:
+            self._found[name] = self._added[name] = schemas
+
+    def save(self) -> None:
+        """Write every known schema (read or added) if this process added any; atomic."""
+        with self._lock:
+            if not self._added:
+                return
+            items = dict(self._found)
+            self._added = {}
+        table: list[Any] = []
+        seen: dict[str, int] = {}
+        names: dict[str, list[int]] = {}
+        for name, schemas in sorted(items.items()):
+            index = []
+            for schema in schemas:
+                text = json.dumps(schema, sort_keys=True)
+                if text not in seen:
+                    seen[text] = len(table)
+                    table.append(schema)
+                index.append(seen[text])
+            names[name] = index
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".schemas-")
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(marshal.dumps((table, names)))
+            os.replace(tmp, self.path)
+        except OSError:
+            pass  # a read-only home: the cache is an optimisation, never a requirement
+
+
+_CACHE: SchemaCache | None = None
+_DISABLED = False
+
+
+def shared() -> SchemaCache | None:
+    """The process's cache (None when turned off), loaded on first use and saved at exit."""
+    global _CACHE, _DISABLED
+    if _CACHE is None and not _DISABLED:
+        if os.environ.get("COMPOWORLD_NO_SCHEMA_CACHE"):
+            _DISABLED = True
+            return None
+        _CACHE = SchemaCache(cache_dir() / f"schemas-{code_key()}.marshal")
+        atexit.register(_CACHE.save)
+    return _CACHE
+
+
+def covered(filename: str | None) -> bool:
+    """Whether code from ``filename`` is covered by the cache key (a file of the package on disk;
+    code compiled from a string or loaded from elsewhere is not)."""
+    if not filename:
+        return False
+    try:
+        return Path(filename).resolve().is_relative_to(PACKAGE_DIR) and Path(filename).is_file()
+    except (OSError, ValueError):
+        return False
