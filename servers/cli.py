@@ -220,11 +220,16 @@ def verify_services(
     all_services_: Annotated[bool, typer.Option("--all", help="Every mounted native service.")] = False,
     examples: Annotated[int, typer.Option(help="Generated inputs per tool in the conformance check.")] = 4,
     workers: Annotated[int, typer.Option(help="Processes to verify in parallel.")] = 1,
+    source: Annotated[
+        str | None, typer.Option(help="With --all, only services of this source: hand-written or built.")
+    ] = None,
 ) -> None:
     """Verify native services: conformance for all; for built ones also spec conformance and scenarios."""
     from servers.construction.verify import verify_named
 
     chosen = list(all_services()) if all_services_ else list(names or [])
+    if source is not None:
+        chosen = [n for n in chosen if all_services()[n].source == source]
     if not chosen:
         console.print("[red]give service names or --all[/red]")
         raise typer.Exit(2)

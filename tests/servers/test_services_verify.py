@@ -19,13 +19,13 @@ def _compoworld(*args: str, timeout: float = 900) -> subprocess.CompletedProcess
 
 
 @pytest.mark.slow
-def test_verify_all_passes_for_every_mounted_native_service() -> None:
-    done = _compoworld("services", "verify", "--all", "--examples", "2", "--workers", "2")
+def test_verify_all_passes_for_every_built_service() -> None:
+    # Hand-written services are checked by tests/servers/test_conformance.py, with more examples.
+    done = _compoworld("services", "verify", "--all", "--source", "built", "--examples", "2", "--workers", "2")
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
-    n = len(all_services())
-    assert f"{n} of {n} verified" in done.stdout
     built = [s for s in all_services().values() if s.source == "built"]
-    assert built and all(f"{s.name}: verified" in done.stdout for s in built)
+    assert len(built) >= 100 and f"{len(built)} of {len(built)} verified" in done.stdout
+    assert all(f"{s.name}: verified" in done.stdout for s in built)
 
 
 def test_services_list_shows_every_source() -> None:
