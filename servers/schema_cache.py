@@ -54,11 +54,14 @@ class SchemaCache:
         self._found: dict[str, Any] = {}
         self._added: dict[str, Any] = {}
         self._lock = threading.Lock()
+        self._found = self._read()
+
+    def _read(self) -> dict[str, Any]:
         try:
-            table, names = marshal.loads(path.read_bytes())
-            self._found = {name: tuple(table[i] for i in index) for name, index in names.items()}
+            table, names = marshal.loads(self.path.read_bytes())
+            return {name: tuple(table[i] for i in index) for name, index in names.items()}
         except (OSError, EOFError, ValueError, TypeError, KeyError, IndexError):
-            pass  # no file yet, or an unreadable one: rebuilt from what this process generates
+            return {}  # no file yet, or an unreadable one: rebuilt from what processes generate
 
     def get(self, name: str) -> Any:
         return self._found.get(name)
@@ -72,7 +75,9 @@ class SchemaCache:
         with self._lock:
             if not self._added:
                 return
-            items = dict(self._found)
+            # What other processes saved meanwhile is kept too (a process that generated a few
+            # schemas must not replace a fuller file with its smaller set).
+            items = {**self._read(), **self._found}
             self._added = {}
         table: list[Any] = []
         seen: dict[str, int] = {}

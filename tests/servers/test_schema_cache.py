@@ -71,3 +71,14 @@ def test_an_unreadable_file_is_ignored_and_replaced(tmp_path: Path) -> None:
     cache.put("tool:a", ({"type": "object"}, {"type": "object"}))
     cache.save()
     assert schema_cache.SchemaCache(path).get("tool:a") == ({"type": "object"}, {"type": "object"})
+
+
+def test_a_save_keeps_what_another_process_saved_meanwhile(tmp_path: Path) -> None:
+    path = tmp_path / "schemas-x.marshal"
+    first, second = schema_cache.SchemaCache(path), schema_cache.SchemaCache(path)
+    first.put("tool:a", ({"a": 1},))
+    first.save()
+    second.put("tool:b", ({"b": 2},))
+    second.save()
+    merged = schema_cache.SchemaCache(path)
+    assert merged.get("tool:a") == ({"a": 1},) and merged.get("tool:b") == ({"b": 2},)
