@@ -196,12 +196,8 @@ class ServiceState(BaseModel):
             cache = schema_cache.shared()
         if cache is None:
             return super().model_json_schema(*args, **kwargs)
-        key = f"state:{cls.__module__}:{cls.__qualname__}"
-        found = cache.get(key)
-        if found is None:
-            found = (super().model_json_schema(),)
-            cache.put(key, found)
-        return dict(found[0])
+        generate = super().model_json_schema
+        return dict(cache.get_or_make(f"state:{cls.__module__}:{cls.__qualname__}", lambda: (generate(),))[0])
 
 
 _STATE_SCHEMAS: dict[Any, dict[str, Any]] = {}
@@ -379,11 +375,7 @@ class Tool:
             self._input_schema, self._output_schema = self._schemas()
             return
         key = f"tool:{self.func.__module__}:{self.func.__qualname__}:{self.service}.{self.name}"
-        found = cache.get(key)
-        if found is None:
-            found = self._schemas()
-            cache.put(key, found)
-        self._input_schema, self._output_schema = found
+        self._input_schema, self._output_schema = cache.get_or_make(key, self._schemas)
 
     @property
     def input_schema(self) -> dict[str, Any]:

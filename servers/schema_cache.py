@@ -24,6 +24,7 @@ import os
 import sys
 import tempfile
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +66,14 @@ class SchemaCache:
 
     def get(self, name: str) -> Any:
         return self._found.get(name)
+
+    def get_or_make(self, name: str, make: Callable[[], tuple[Any, ...]]) -> tuple[Any, ...]:
+        """The schemas kept under ``name``, or those ``make`` generates now (then kept)."""
+        found = self.get(name)
+        if found is None:
+            found = make()
+            self.put(name, found)
+        return tuple(found)
 
     def put(self, name: str, schemas: tuple[Any, ...]) -> None:
         with self._lock:

@@ -248,11 +248,10 @@ def compose(
     plan = [PlanStep(tool=s.entry.qualified, arguments=s.arguments) for s in steps]
     services = walk.services
     mounted = sorted({*services, *distractors})
-    # The walk's world is the oracle run: every call the walk made and did not keep left it
-    # exactly as it was (see Walker._next), so it holds what the plan alone, run from the seed,
-    # gives; each write step knows what it changed.
+    # The walk's world is what the plan alone, run from the seed, leaves (every call the walk made
+    # and did not keep was undone exactly, see Walker._next), and each write step knows what it
+    # changed: the rubric is derived from it. The gates still replay the plan in a fresh world.
     oracle = OracleRun(walk.world, [s.envelope for s in steps], [], {})
-    oracle.before = {s.index: s.before for s in steps if s.before is not None}
     initial, final = oracle.world.initial_states(mounted), oracle.world.states(mounted)
     criteria: list[dict[str, Any]] = []
     for step in steps:

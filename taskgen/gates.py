@@ -10,8 +10,7 @@ The ``necessary`` gate needs the final world of the plan without step ``i``. Whe
 writes the service ``i`` writes, that service ends the variant run exactly as it was just before
 step ``i`` (reads never change a state, and every service keeps its own): a positive criterion on
 it that fails there fails in the variant, and nothing has to be run. Only when that does not
-decide it is the plan re-run from the world just before step ``i`` (the oracle run's checkpoint,
-or a fresh run of the steps before it).
+decide it is the plan re-run from the world just before step ``i`` (the oracle run's checkpoint).
 """
 
 from __future__ import annotations
@@ -23,7 +22,7 @@ from hub.core import Hub
 from hub.rubric import RecordCriterion, ServiceUntouchedCriterion, UnchangedCriterion, check
 from hub.world import World
 from taskgen.compose import leaks
-from taskgen.oracle import OracleRun, continue_plan, run_plan
+from taskgen.oracle import continue_plan, run_plan
 from taskgen.task import Task
 
 GATES = ("oracle", "null", "necessary", "leak")
@@ -32,15 +31,19 @@ STATE_CRITERIA = (RecordCriterion, UnchangedCriterion, ServiceUntouchedCriterion
 """Criteria that read nothing but the initial and final state of their own ``service``."""
 
 
-def check_gates(hub: Hub, task: Task, oracle: OracleRun | None = None) -> list[str]:
-    """The names of the gates ``task`` fails (empty: keep it); ``oracle`` reuses a fresh oracle run."""
+def check_gates(hub: Hub, task: Task) -> list[str]:
+    """The names of the gates ``task`` fails (empty: keep it).
+
+    The plan is replayed in a fresh world from the task's seed (the ``oracle`` gate), keeping a
+    checkpoint just before every write for the ``necessary`` gate to resume from.
+    """
     failed: list[str] = []
     positives = [c for c in task.rubric.criteria if not c.negative]
     if not positives:
         return ["oracle"]
     writes = [i for i, step in enumerate(task.plan) if hub.registry.tools[step.tool].kind == "write"]
-    if oracle is None:
-        oracle = run_plan(hub, task.plan, task.seed, task.mounted, record=False, checkpoints=writes)
+    oracle = run_plan(hub, task.plan, task.seed, task.mounted, record=False, checkpoints=writes)
+    initial = oracle.world.initial_states(task.mounted)
     try:
         result = oracle.world.score(task.rubric, report=task.expected_report, services=task.mounted)
         if not all(e.get("success") for e in oracle.envelopes) or result.score < 1.0 or result.net_score < 1.0:
@@ -55,22 +58,18 @@ def check_gates(hub: Hub, task: Task, oracle: OracleRun | None = None) -> list[s
     finally:
         null.close()
     total = sum(c.weight for c in positives)
-    initial = oracle.world.initial_states(task.mounted)
     for index in writes:
-        start = oracle.checkpoints.pop(index, None)
+        start = oracle.checkpoints.pop(index)
         try:
-            if _fails_without(hub, task, index, _before(hub, task, oracle, index, start), initial, positives, total):
+            if _fails_without(hub, task, index, _before(hub, task, index, start), initial, positives, total):
                 continue
-            if start is None:  # what the steps before this one leave, run afresh
-                start = run_plan(hub, task.plan[:index], task.seed, task.mounted, record=False).world
             # Resume from the world just before the step, so the steps before it are not re-run.
             dropped = continue_plan(start, task.plan, oracle.envelopes[:index], index, skip=[index], record=False)
             if dropped.world.score(task.rubric, report=task.expected_report).score >= 1.0:
                 failed.append("necessary")
                 break
         finally:
-            if start is not None:
-                start.close()
+            start.close()
     for leftover in oracle.checkpoints.values():
         leftover.close()
     if leaks(task):
@@ -78,14 +77,11 @@ def check_gates(hub: Hub, task: Task, oracle: OracleRun | None = None) -> list[s
     return failed
 
 
-def _before(hub: Hub, task: Task, oracle: OracleRun, index: int, start: World | None) -> Any:
-    """The state of the service write ``index`` changes, just before it (None if unknown)."""
-    if index in oracle.before:
-        return oracle.before[index]
+def _before(hub: Hub, task: Task, index: int, start: World) -> Any:
+    """The state of the service write ``index`` changes, just before it (None for a service whose
+    state is not in the world, such as an external one)."""
     service = hub.registry.tools[task.plan[index].tool].service
-    if start is not None and service in start.stateful_services:
-        return start.slot(service).snapshot()
-    return None
+    return start.slot(service).snapshot() if service in start.stateful_services else None
 
 
 def _fails_without(

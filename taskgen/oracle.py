@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from hub.core import Hub
@@ -16,14 +16,12 @@ from taskgen.task import PlanStep, resolve
 @dataclass
 class OracleRun:
     """A plan run from its seed: the world it leaves, the step envelopes, the recorded calls (when
-    asked for), checkpoints of the world just before the steps asked for, and (when known) the
-    state each write step found in its service."""
+    asked for) and checkpoints of the world just before the steps asked for."""
 
     world: World
     envelopes: list[dict[str, Any]]
     records: list[CallRecord]
     checkpoints: dict[int, World]
-    before: dict[int, dict[str, Any]] = field(default_factory=dict)  # write step -> its service's state before it
 
 
 def run_plan(

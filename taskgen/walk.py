@@ -9,7 +9,7 @@ name, a subject line, a date) or not passed at all. Steps that fail are tried el
 that change nothing are refused. The result is the oracle plan plus what the instruction and
 the rubric need to know about each step. A write the walk tries and drops is undone exactly (a
 savepoint of its service), so the walk's world ends as the plan alone, run from the seed, leaves
-it: the task's oracle run, with each write's state before it and its changes.
+it, and each write knows its changes: what the rubric is derived from.
 """
 
 from __future__ import annotations
@@ -168,7 +168,6 @@ class StepInfo:
     anchor: str | None = None
     record_ref: str | None = None
     kinds: dict[str, str] = field(default_factory=dict)  # parameter -> semantic type
-    before: dict[str, Any] | None = None  # a write's service state (snapshot) just before it
     changes: list[Change] | None = None  # what the write changed there
 
 
@@ -467,7 +466,7 @@ class Walker:
                 # Changed nothing: refused before a record is drawn, so the walk's RNG is untouched.
                 world.rollback(entry.service, saved)
                 return None
-            step.before, step.changes = before, diff(before, after)
+            step.changes = diff(before, after)
         records = records_of(entry, envelope.get("data"))
         anchored = [r for r in records if anchor_of(r[1], r[2])]
         chosen = rng.choice(anchored) if anchored else (records[0] if len(records) == 1 else None)
