@@ -22,15 +22,21 @@ from harness.env import ToolEnv
 from harness.trajectory import FinishReason, Trajectory
 from taskgen.task import Task, resolve
 
+HOUSE_RULES = (
+    "Change nothing the request does not ask for: every record you create, edit, delete, cancel or close "
+    "beyond what it asks for counts as damage, and so does repeating an action."
+)
+"""The rule every rubric's collateral-damage criterion checks, stated to every agent."""
+
 SYSTEM_PROMPT = (
     "You are an assistant that completes tasks for a user by calling tools of their business applications.\n"
     'Every tool answers with an envelope: {"success": true, "data": ...} on success, or {"success": false, '
     '"error": {"code": ..., "message": ...}} on failure (400 bad arguments, 403 not allowed, 404 unknown id, '
     "409 conflict, 429/503 try again). Read before you write: look records up instead of guessing ids or "
-    "values, and change only what the task asks for.\n{surface_help}\n"
+    "values. " + HOUSE_RULES + "\n{surface_help}\n"
     "When the task is done, reply with a short summary and end your reply with one JSON object on its own "
-    'line holding the values the user asked you to report, for example {"amount": 1250.0}. '
-    "Use {} when nothing is to be reported."
+    "line holding the values the user asked you to report, under the keys the user names, one value each, "
+    'for example {"invoice_total": 1250.0}. Use {} when nothing is to be reported.'
 )
 GATEWAY_HELP = (
     "The tools are behind a gateway: call list_services to see the applications, list_tools(service) to "

@@ -44,6 +44,7 @@ def sft_record(hub: Hub, task: Task, trajectory: Trajectory) -> dict[str, Any]:
             "capabilities": task.meta.get("capabilities", []),
             "agent": trajectory.agent,
             "model": trajectory.model,
+            "rubric_version": task.rubric_version,  # scores of different versions do not compare
         },
         "source": "compoworld",
     }

@@ -36,6 +36,7 @@ from mcp.server import Server
 from mcp.server.caching import CacheHint
 from mcp.server.context import ServerRequestContext
 
+from harness.agents import HOUSE_RULES
 from harness.store import RunStore
 from harness.trajectory import Surface, ToolCall, Trajectory
 from hub.core import Hub
@@ -60,6 +61,12 @@ TASK_FILE = "task.json"
 META_FILE = "session.json"
 CALLS_FILE = "calls.jsonl"
 WORLD_FILE = "world.json"
+
+
+def episode_instructions(surface: str) -> str:
+    """What an evaluated client is told by the server: how the surface works, and the house rules
+    its rubric holds it to (the MCP server instructions are its system prompt)."""
+    return (GATEWAY_INSTRUCTIONS if surface == "gateway" else DIRECT_INSTRUCTIONS) + " " + HOUSE_RULES
 
 
 def load_task(tasks_file: Path, task_id: str) -> Task:
@@ -227,7 +234,7 @@ class RecordingHubHTTP(HubHTTP):
         return Server(
             "compoworld-hub",
             version="1",
-            instructions=GATEWAY_INSTRUCTIONS if self.session.surface == "gateway" else DIRECT_INSTRUCTIONS,
+            instructions=episode_instructions(self.session.surface),
             cache_hints={"tools/list": CacheHint(ttl_ms=LIST_TTL_MS, scope="private")},
             on_list_tools=on_list_tools,
             on_call_tool=on_call_tool,
@@ -305,7 +312,7 @@ def serve(
     try:
         if transport == "stdio":
             print(client_config(task, session_dir, surface, "stdio", tasks_file=tasks_file), file=sys.stderr)
-            instructions = GATEWAY_INSTRUCTIONS if surface == "gateway" else DIRECT_INSTRUCTIONS
+            instructions = episode_instructions(surface)
             tools = surface_tools(world, surface)
             serve_stdio(build_server(f"compoworld-{task.id}", "1", tools, session.call, instructions, LIST_TTL_MS))
             return

@@ -62,6 +62,7 @@ class RunStore:
                     "started_at": float,
                     "duration_s": float,
                     "trajectory": str,
+                    "rubric_version": int,
                 },
                 pk="id",
             )
@@ -101,6 +102,19 @@ class RunStore:
     # -- writing -----------------------------------------------------------------------------
 
     def start_run(self, run: str, config: dict[str, Any], tasks: Iterable[Task]) -> None:
+        """Record a run and its tasks; resuming a run whose stored tasks carry another rubric version
+        than ``tasks`` is refused, so scores of two rubric semantics never end up in one run."""
+        tasks = list(tasks)
+        stored = {
+            row["task_id"]: Task.model_validate_json(row["task"]).rubric_version
+            for row in self.db.query("select task_id, task from tasks where run_id = ?", [run])
+        }
+        for task in tasks:
+            if task.id in stored and stored[task.id] != task.rubric_version:
+                raise ValueError(
+                    f"run {run!r} scored task {task.id!r} with rubric version {stored[task.id]}, and the task given "
+                    f"now has version {task.rubric_version}: start a new run instead of resuming this one"
+                )
         with self._lock, self.db.conn:
             self.db.table("runs").insert({"id": run, "created": time.time(), "config": json.dumps(config)}, ignore=True)
             self.db.table("tasks").insert_all(
@@ -138,7 +152,9 @@ class RunStore:
                     "started_at": trajectory.started_at,
                     "duration_s": trajectory.duration_s,
                     "trajectory": trajectory.model_dump_json(),
-                }
+                    "rubric_version": task.rubric_version if task else None,
+                },
+                alter=True,  # stores made before rubric versions get the column on first use
             )
             self.db.table("steps").insert_all(
                 {

@@ -2,32 +2,53 @@
 
 A rubric is data, never code: each criterion names a check that one small checker evaluates.
 
-- ``record``: a record in ``service``'s ``collection`` whose fields equal ``match`` (and whose text
-  fields contain the values of ``contains``) exists (``expect="exists"``), was created during the
-  episode (``expect="created"``: present now, absent from the initial world) or does not exist
-  (``expect="absent"``). ``collection`` is a top-level field of the
-  service state holding records by id (``messages``, ``deals``…); ``match`` values compare by
-  equality, except that a list field *contains* a scalar match value (``to`` contains an address)
-  and strings compare case-insensitively when ``casefold`` is set.
+- ``record``: a record in ``service``'s ``collection`` whose fields equal ``match``, whose list
+  fields include every item of ``includes`` and whose text fields contain (case-insensitively)
+  the values of ``contains`` exists (``expect="exists"``), was created during the episode
+  (``expect="created"``: present now, absent from the initial world) or does not exist
+  (``expect="absent"``). ``collection`` is a top-level field of the service state holding records
+  by id (``messages``, ``deals``…). A ``match`` value compares by equality (strings
+  case-insensitively when ``casefold`` is set); a list field compares **as a set, exactly**
+  (a scalar match value against a list field means the one-element set). Created-record criteria
+  of one collection are matched one-to-one: one new record satisfies at most one of them.
 - ``unchanged``: the record ``record_id`` of ``collection`` is exactly as in the initial world.
 - ``service_untouched``: no change at all in ``service`` since the initial world.
-- ``report``: the agent's final report has ``field`` equal to ``value`` (numbers within ``tolerance``).
+- ``collateral``: every change in every service of the world (records created, deleted, fields
+  changed — see :mod:`hub.collateral`) is one the task allows (``allowed``: the oracle's own
+  changes), except the system-maintained fields of ``ignore``. Negative; one per task.
+- ``report``: the agent's final report holds, under the key ``field`` (compared after
+  normalising case and separators: ``Invoice Number`` is ``invoice_number``), a **scalar** equal
+  to ``value`` (numbers within ``tolerance``; a list or an object never passes).
 
 Positive criteria earn their weight; ``negative`` criteria guard against collateral damage. The
 **score** is the weighted fraction of positive criteria passed; the **net score** is zero when
 any negative criterion fails (or the score minus ``penalty`` per failure, floored at 0, when a
 penalty is configured). A do-nothing agent scores 0 on a rubric whose positive criteria all
 require an effect or a report.
+
+**Versions.** ``Rubric.version`` is the checker semantics a rubric was made for. Version 1 (tasks
+written before version 2; they have no ``version`` key) is scored as it always was: ``contains``
+unchecked, a list field passing when any item matches, a report list passing when any item
+matches, no one-to-one matching. Version 2 (:data:`RUBRIC_VERSION`) is the above, and its model
+refuses a criterion with nothing to match and a report value that is not a scalar. Scores of
+different versions are never comparable; stores and exports keep the version next to a score.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from hub.collateral import Unit, unexplained, units
 from servers.state import diff
+
+RUBRIC_VERSION = 2
+"""The checker semantics of rubrics made now (see the module docstring)."""
+
+Scalar = str | int | float | bool
 
 
 class _Criterion(BaseModel):
@@ -43,8 +64,11 @@ class RecordCriterion(_Criterion):
     kind: Literal["record"] = "record"
     service: str
     collection: str
-    match: dict[str, Any]
+    match: dict[str, Any] = Field(default_factory=dict)
     contains: dict[str, str] = Field(default_factory=dict, description="Text fields that must contain a value.")
+    includes: dict[str, list[Any]] = Field(
+        default_factory=dict, description="List fields that must include these items (others may be there too)."
+    )
     expect: Literal["exists", "absent", "created"] = "exists"
     casefold: bool = True
 
@@ -61,6 +85,15 @@ class ServiceUntouchedCriterion(_Criterion):
     service: str
 
 
+class CollateralCriterion(_Criterion):
+    kind: Literal["collateral"] = "collateral"
+    negative: bool = True
+    allowed: list[Unit] = Field(default_factory=list, description="The changes the task allows (the oracle's).")
+    ignore: dict[str, list[str]] = Field(
+        default_factory=dict, description="Per service, the fields the system maintains (never count)."
+    )
+
+
 class ReportCriterion(_Criterion):
     kind: Literal["report"] = "report"
     field: str
@@ -69,15 +102,34 @@ class ReportCriterion(_Criterion):
 
 
 Criterion = Annotated[
-    RecordCriterion | UnchangedCriterion | ServiceUntouchedCriterion | ReportCriterion, Field(discriminator="kind")
+    RecordCriterion | UnchangedCriterion | ServiceUntouchedCriterion | CollateralCriterion | ReportCriterion,
+    Field(discriminator="kind"),
 ]
 
 
 class Rubric(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
+    version: int = Field(default=RUBRIC_VERSION, ge=1, le=RUBRIC_VERSION)
     criteria: list[Criterion]
     penalty: float | None = Field(default=None, ge=0, description="Net score penalty per failed negative; None zeroes.")
+
+    @model_validator(mode="after")
+    def _checkable(self) -> Rubric:
+        """From version 2 on, every criterion checks something: no generator can emit a void one."""
+        if self.version < 2:
+            return self
+        for c in self.criteria:
+            if isinstance(c, RecordCriterion) and not (c.match or c.contains or c.includes):
+                raise ValueError(f"criterion {c.id!r}: a record criterion needs match, contains or includes")
+            if isinstance(c, ReportCriterion):
+                if not isinstance(c.value, Scalar) or c.value == "":
+                    raise ValueError(f"criterion {c.id!r}: a report value must be a non-empty scalar")
+                if not normal_key(c.field):
+                    raise ValueError(f"criterion {c.id!r}: a report criterion needs a key")
+            if isinstance(c, CollateralCriterion) and not c.negative:
+                raise ValueError(f"criterion {c.id!r}: the collateral criterion is negative")
+        return self
 
 
 class CriterionResult(BaseModel):
@@ -99,14 +151,47 @@ class ScoreResult(BaseModel):
     criteria: list[CriterionResult]
 
 
-def _same(actual: Any, expected: Any, casefold: bool) -> bool:
-    if isinstance(actual, list) and not isinstance(expected, list):
-        return any(_same(item, expected, casefold) for item in actual)
+def normal_key(key: str) -> str:
+    """A report key as compared: lower case, runs of anything but letters and digits as ``_``."""
+    return re.sub(r"[^0-9a-z]+", "_", str(key).casefold()).strip("_")
+
+
+def _scalar_same(actual: Any, expected: Any, casefold: bool) -> bool:
     if casefold and isinstance(actual, str) and isinstance(expected, str):
         return actual.strip().casefold() == expected.strip().casefold()
-    if isinstance(actual, int | float) and isinstance(expected, int | float) and not isinstance(actual, bool):
+    if isinstance(actual, bool) or isinstance(expected, bool):
+        return actual is expected
+    if isinstance(actual, int | float) and isinstance(expected, int | float):
         return abs(float(actual) - float(expected)) < 1e-9
     return bool(actual == expected)
+
+
+def _same(actual: Any, expected: Any, casefold: bool, version: int = RUBRIC_VERSION) -> bool:
+    if version < 2:
+        if isinstance(actual, list) and not isinstance(expected, list):
+            return any(_same(item, expected, casefold, version) for item in actual)
+        if casefold and isinstance(actual, str) and isinstance(expected, str):
+            return actual.strip().casefold() == expected.strip().casefold()
+        if isinstance(actual, int | float) and isinstance(expected, int | float) and not isinstance(actual, bool):
+            return abs(float(actual) - float(expected)) < 1e-9
+        return bool(actual == expected)
+    if isinstance(actual, list) or isinstance(expected, list):
+        # Sets, exactly: every expected item is there and nothing else is.
+        have = actual if isinstance(actual, list) else [actual]
+        want = expected if isinstance(expected, list) else [expected]
+        return all(any(_scalar_same(a, w, casefold) for w in want) for a in have) and all(
+            any(_scalar_same(a, w, casefold) for a in have) for w in want
+        )
+    return _scalar_same(actual, expected, casefold)
+
+
+def _includes(actual: Any, items: list[Any], casefold: bool) -> bool:
+    have = actual if isinstance(actual, list) else [actual]
+    return all(any(_scalar_same(a, item, casefold) for a in have) for item in items)
+
+
+def _contains(actual: Any, text: str) -> bool:
+    return isinstance(actual, str) and str(text).strip().casefold() in actual.casefold()
 
 
 def _records(state: Mapping[str, Any] | None, collection: str) -> dict[str, Any]:
@@ -118,25 +203,75 @@ def _records(state: Mapping[str, Any] | None, collection: str) -> dict[str, Any]
     return node if isinstance(node, dict) else {}
 
 
+def record_hits(
+    criterion: RecordCriterion,
+    initial: Mapping[str, Any],
+    final: Mapping[str, Any],
+    version: int = RUBRIC_VERSION,
+) -> list[str]:
+    """The ids of the records ``criterion`` matches (new ones only, for ``expect="created"``)."""
+    records = _records(final.get(criterion.service), criterion.collection)
+    fold = criterion.casefold
+    ids: Any = records
+    if criterion.expect == "created":  # only records that were not there at the start count
+        existing = _records(initial.get(criterion.service), criterion.collection)
+        ids = [rid for rid in records if rid not in existing] if existing is not records else []
+    else:
+        key = criterion.match.get("id")
+        if isinstance(key, str) and isinstance(records.get(key), dict) and records[key].get("id") == key:
+            ids = [key]  # records are kept by id: no other record can have this one
+    hits = []
+    for rid in ids:
+        rec = records[rid]
+        if not isinstance(rec, dict):
+            continue
+        if not all(k in rec and _same(rec[k], v, fold, version) for k, v in criterion.match.items()):
+            continue
+        if version >= 2 and not (
+            all(k in rec and _contains(rec[k], v) for k, v in criterion.contains.items())
+            and all(k in rec and _includes(rec[k], v, fold) for k, v in criterion.includes.items())
+        ):
+            continue
+        hits.append(rid)
+    return hits
+
+
+def _report_value(report: Mapping[str, Any] | None, key: str, version: int) -> Any:
+    if not report:
+        return None
+    if version < 2:
+        return report.get(key)
+    wanted = normal_key(key)
+    return next((v for k, v in report.items() if normal_key(k) == wanted), None)
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        text = value.strip().replace(",", "").lstrip("$€£").strip()
+        try:
+            return float(text)
+        except ValueError:
+            return None
+    return None
+
+
 def check(
     criterion: Any,
     initial: Mapping[str, Any],
     final: Mapping[str, Any],
     report: Mapping[str, Any] | None,
+    version: int = RUBRIC_VERSION,
 ) -> CriterionResult:
-    """Evaluate one criterion; ``initial``/``final`` are ``{service: state JSON}``."""
+    """Evaluate one criterion on its own; ``initial``/``final`` are ``{service: state JSON}``.
+
+    Created-record criteria are matched one-to-one only by :func:`score`, which sees them all."""
     passed: bool
     if isinstance(criterion, RecordCriterion):
-        records = _records(final.get(criterion.service), criterion.collection)
-        hits = [
-            rid
-            for rid, rec in records.items()
-            if isinstance(rec, dict)
-            and all(k in rec and _same(rec[k], v, criterion.casefold) for k, v in criterion.match.items())
-        ]
-        if criterion.expect == "created":  # only records that were not there at the start count
-            existing = _records(initial.get(criterion.service), criterion.collection)
-            hits = [rid for rid in hits if rid not in existing]
+        hits = record_hits(criterion, initial, final, version)
         passed = not hits if criterion.expect == "absent" else bool(hits)
         detail = f"{len(hits)} matching record(s) in {criterion.service}.{criterion.collection}"
     elif isinstance(criterion, UnchangedCriterion):
@@ -149,17 +284,50 @@ def check(
         changes = diff(initial.get(criterion.service), final.get(criterion.service))
         passed = not changes
         detail = "no changes" if passed else f"{len(changes)} change(s), first at {changes[0].path}"
+    elif isinstance(criterion, CollateralCriterion):
+        extra = unexplained(units(initial, final, criterion.ignore), criterion.allowed)
+        passed = not extra
+        shown = "; ".join(u.describe() for u in extra[:3]) + (f"; … {len(extra) - 3} more" if len(extra) > 3 else "")
+        detail = "every change is asked for" if passed else f"{len(extra)} change(s) not asked for: {shown}"
     else:
-        actual = (report or {}).get(criterion.field)
+        actual = _report_value(report, criterion.field, version)
         expected = criterion.value
-        if isinstance(actual, int | float) and isinstance(expected, int | float):
-            passed = abs(float(actual) - float(expected)) <= criterion.tolerance
+        if version < 2:
+            if isinstance(actual, int | float) and isinstance(expected, int | float):
+                passed = abs(float(actual) - float(expected)) <= criterion.tolerance
+            else:
+                passed = actual is not None and _same(actual, expected, True, 1)
+        elif actual is None or not isinstance(actual, Scalar):
+            passed = False  # a list or an object is not an answer
+        elif isinstance(expected, int | float) and not isinstance(expected, bool):
+            number = _number(actual)
+            passed = number is not None and abs(number - float(expected)) <= criterion.tolerance
         else:
-            passed = actual is not None and _same(actual, expected, True)
+            passed = _scalar_same(actual if isinstance(expected, bool) else str(actual), expected, True)
         detail = f"reported {actual!r}, expected {expected!r}"
     return CriterionResult(
         id=criterion.id, passed=passed, negative=criterion.negative, weight=criterion.weight, detail=detail
     )
+
+
+def _one_to_one(candidates: dict[str, list[str]]) -> set[str]:
+    """The criteria that get a record of their own (a maximum bipartite matching, by augmenting
+    paths: groups are a handful of criteria)."""
+    owner: dict[str, str] = {}
+
+    def place(criterion: str, seen: set[str]) -> bool:
+        for rid in candidates[criterion]:
+            if rid in seen:
+                continue
+            seen.add(rid)
+            if rid not in owner or place(owner[rid], seen):
+                owner[rid] = criterion
+                return True
+        return False
+
+    for criterion in candidates:
+        place(criterion, set())
+    return set(owner.values())
 
 
 def score(
@@ -169,7 +337,22 @@ def score(
     report: Mapping[str, Any] | None = None,
 ) -> ScoreResult:
     """Score a final state (and report) against ``rubric``; states are ``{service: state JSON}``."""
-    results = [check(c, initial, final, report) for c in rubric.criteria]
+    version = rubric.version
+    results = [check(c, initial, final, report, version) for c in rubric.criteria]
+    if version >= 2:
+        groups: dict[tuple[str, str], dict[str, list[str]]] = {}
+        for c in rubric.criteria:
+            if isinstance(c, RecordCriterion) and c.expect == "created":
+                groups.setdefault((c.service, c.collection), {})[c.id] = record_hits(c, initial, final, version)
+        for (service, collection), candidates in groups.items():
+            if len(candidates) < 2:
+                continue
+            placed = _one_to_one(candidates)
+            for i, r in enumerate(results):
+                if r.id in candidates and r.passed and r.id not in placed:
+                    results[i] = r.model_copy(
+                        update={"passed": False, "detail": f"no new {service}.{collection} record of its own"}
+                    )
     positive = [r for r in results if not r.negative]
     total = sum(r.weight for r in positive)
     value = sum(r.weight for r in positive if r.passed) / total if total else 0.0

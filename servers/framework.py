@@ -50,7 +50,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import to_jsonable_python
 
 from servers import schema_cache
-from servers.state import Change, diff, lazy_copy, snapshot, stable_hash
+from servers.state import Change, diff, field_names, lazy_copy, snapshot, stable_hash
 from servers.types import Count, Offset
 
 if TYPE_CHECKING:
@@ -564,12 +564,26 @@ def _build_tool(service: str, func: Callable[..., Any], kind: ToolKind) -> Tool:
 # Services
 
 
+_BASE_FIELDS = frozenset(ServiceState.model_fields)  # seq and clock: every state has them
 SeedFn = Callable[[random.Random, "Population"], Any]
 Source = Literal["hand-written", "built", "simulated", "external"]
 
 
 class Service(Generic[S]):
-    """A named, versioned set of read/write tools over one typed state."""
+    """A named, versioned set of read/write tools over one typed state.
+
+    ``system_fields`` declares the names of the fields the service maintains itself as a side
+    effect of writes, never set from a tool argument as the business outcome of a call: creation
+    and modification stamps (``created_at``, ``updated_at``, ``modified_at``), version numbers,
+    counts and totals kept in sync with other records (a thread's ``reply_count``), numbers drawn
+    from a sequence. A name covers record fields (in any collection of the state, nested records
+    included, whichever model has a field of that name) and top-level state fields (a counter such
+    as ``next_invoice_number``). A timestamp that *is* the outcome of an action (``sent_at``,
+    ``closed_at``, ``paid_at``) is not a system field. :attr:`system_fields` always adds the
+    fields every state has (``seq`` and ``clock``); a name that is no field of the state or of a
+    record model inside it is a ``ValueError``. Comparisons of what a write changed against what
+    a task asked for ignore these fields.
+    """
 
     def __init__(
         self,
@@ -581,9 +595,19 @@ class Service(Generic[S]):
         state: type[S],
         seed: Callable[[random.Random, Population], S],
         source: Source = "hand-written",
+        system_fields: Iterable[str] = (),
     ) -> None:
         if not re.fullmatch(r"[a-z][a-z0-9_]{1,30}", name) or "__" in name:
             raise ValueError(f"service name {name!r} must be lower_snake_case without '__'")
+        declared = frozenset([system_fields] if isinstance(system_fields, str) else system_fields)
+        if declared:
+            unknown = sorted(declared - field_names(state))
+            if unknown:
+                raise ValueError(
+                    f"system_fields of service {name!r} name no field of {state.__name__} or its records: {unknown}"
+                )
+        self.system_fields: frozenset[str] = declared | _BASE_FIELDS
+        """Fields the service maintains itself on writes, ``seq`` and ``clock`` included."""
         self.name = name
         self.version = version
         self.category = category

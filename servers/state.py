@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import typing
 import weakref
 from decimal import Decimal
 from enum import Enum
@@ -209,4 +210,33 @@ def _eligible(cls: type[BaseModel], model: BaseModel, snap: dict[str, Any]) -> b
                     setattr(cls, name, _SharedField(name))
             found = _probe(cls, model, snap)
         _ELIGIBLE[cls] = found
+    return found
+
+
+_FIELD_NAMES: dict[type[BaseModel], frozenset[str]] = {}
+
+
+def field_names(model: type[BaseModel]) -> frozenset[str]:
+    """Names of the fields of ``model`` and of every model reachable from its annotations.
+
+    It walks ``model_fields`` (records in ``dict[str, Record]`` collections, lists, optionals and
+    nested records), never a JSON schema: cheap enough for every service to check its
+    ``system_fields`` when it is imported.
+    """
+    found = _FIELD_NAMES.get(model)
+    if found is None:
+        names: set[str] = set()
+        seen: set[type[BaseModel]] = set()
+        pending: list[Any] = [model]
+        while pending:
+            annotation = pending.pop()
+            if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+                if annotation not in seen:
+                    seen.add(annotation)
+                    for field_name, info in annotation.model_fields.items():
+                        names.add(field_name)
+                        pending.append(info.annotation)
+            else:
+                pending.extend(typing.get_args(annotation))
+        found = _FIELD_NAMES[model] = frozenset(names)
     return found

@@ -17,7 +17,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from hub.rubric import Rubric
+from hub.collateral import allowances, units
+from hub.rubric import RUBRIC_VERSION, Rubric, normal_key
 from servers.state import Change
 from taskgen.oracle import OracleRun
 from taskgen.task import PlanStep, Task, Transfer
@@ -40,7 +41,6 @@ REPORTABLE = frozenset(
         "job_title",
     }
 )
-TIMESTAMPS = ("_at", "updated", "modified", "clock", "seq", "version", "last_")
 
 START = (
     "In {service}, find the {entity} '{anchor}'.",
@@ -58,9 +58,9 @@ WRITE = (
     "After that, {verb} in {service}, setting {args}.",
 )
 REPORT = (
-    "Finally, tell me the {field} of the {entity} '{anchor}'.",
-    "When done, report the {field} of the {entity} '{anchor}'.",
-    "Reply with the {field} of the {entity} '{anchor}'.",
+    "Finally, reply with `{key}`: the {field} that {service} gives the {entity}.",
+    "When done, report `{key}` (the {field} {service} assigns to the {entity}).",
+    "Reply with `{key}`, the {field} of the {entity} once it is done in {service}.",
 )
 VERB = {
     "create": "create a {obj}",
@@ -150,8 +150,16 @@ def _key_field(record: dict[str, Any], record_id: str) -> str | None:
     return next((k for k, v in record.items() if v == record_id), None)
 
 
+def _same_set(have: list[Any], want: list[Any]) -> bool:
+    return all(h in want for h in have) and all(w in have for w in want)
+
+
 def _effect_criteria(
-    step: StepInfo, changes: list[Change], final: dict[str, Any], mentions: dict[tuple[int, str], Carried]
+    step: StepInfo,
+    changes: list[Change],
+    final: dict[str, Any],
+    mentions: dict[tuple[int, str], Carried],
+    system: frozenset[str],
 ) -> list[dict[str, Any]]:
     service = step.entry.service
     touched: dict[tuple[str, str], list[Change]] = {}
@@ -192,23 +200,28 @@ def _effect_criteria(
         if not isinstance(after, dict):
             continue
         match: dict[str, Any] = {}
+        includes: dict[str, list[Any]] = {}
         text: dict[str, Carried] = {}
         if created:
             free = {n for n, k in _param_kinds(step).items() if k in FREE_TEXT_MATCHLESS}
             for name, value in step.resolved.items():
-                if name in free or name not in after:
+                if name in free or name not in after or name in system:
                     continue
                 have = after[name]
-                if (
-                    isinstance(value, str | int | float)
-                    and not isinstance(value, bool)
-                    and (have == value or (isinstance(have, list) and value in have))
-                ):
-                    match[name] = value
-                elif isinstance(value, list) and value and isinstance(have, list) and value[0] in have:
-                    match[name] = value[0]
+                if isinstance(value, list):
+                    if value and isinstance(have, list) and _same_set(have, value):
+                        match[name] = value
+                    elif value and isinstance(have, list) and all(v in have for v in value):
+                        includes[name] = value  # the service adds items of its own (a sender…)
+                elif isinstance(value, str | int | float | bool):
+                    if have == value and isinstance(have, bool) == isinstance(value, bool):
+                        match[name] = value
+                    elif isinstance(have, list) and have == [value]:
+                        match[name] = [value]
+                    elif isinstance(have, list) and value in have:
+                        includes[name] = [value]
             text = {n: m for (i, n), m in mentions.items() if i == step.index and n in after}
-            description = f"A new {where} record has {', '.join([*match, *text]) or 'the requested values'}"
+            description = f"A new {where} record has {', '.join([*match, *includes, *text])}"
             expect = "created"
         else:
             key = _key_field(after, record_id)
@@ -217,13 +230,15 @@ def _effect_criteria(
             match[key] = record_id
             for change in record_changes:
                 field = (_split(change.path) or ("", "", []))[2][:1]
-                if field and not any(t in field[0] for t in TIMESTAMPS):
+                if field and field[0] not in system:
                     value = after.get(field[0])
-                    if isinstance(value, str | int | float | bool):
+                    if isinstance(value, str | int | float | bool) or (
+                        isinstance(value, list) and all(isinstance(v, str | int | float) for v in value)
+                    ):
                         match[field[0]] = value
             description = f"The {where} record {record_id!r} now has {', '.join(k for k in match if k != key)}"
             expect = "exists"
-        if len(match) + len(text) < (1 if created else 2):
+        if len(match) + len(includes) + len(text) < (1 if created else 2):
             continue
         criterion: dict[str, Any] = {
             "kind": "record",
@@ -235,6 +250,8 @@ def _effect_criteria(
         }
         if text:
             criterion["contains"] = {n: str(m.value) for n, m in text.items()}
+        if includes:
+            criterion["includes"] = includes
         out.append(criterion)
     return out
 
@@ -253,38 +270,35 @@ def compose(
     # changed: the rubric is derived from it. The gates still replay the plan in a fresh world.
     oracle = OracleRun(walk.world, [s.envelope for s in steps], [], {})
     initial, final = oracle.world.initial_states(mounted), oracle.world.states(mounted)
+    registry = walk.world.hub.registry
+    system = {
+        name: sorted(registry.services[name].native.system_fields)  # type: ignore[union-attr]
+        for name in mounted
+        if registry.services[name].native is not None
+    }
     criteria: list[dict[str, Any]] = []
     for step in steps:
         if step.entry.kind == "write" and step.changes:
-            criteria.extend(_effect_criteria(step, step.changes, final, mentions))
-    carried_values = {c.value for s in steps for c in s.carried.values()}
-    report_pool = [
-        c
-        for c in walk.pool
-        if c.type in REPORTABLE and c.value not in carried_values and steps[c.step].anchor and c.field not in ("id",)
-    ]
+            ignored = frozenset(system.get(step.entry.service, ()))
+            criteria.extend(_effect_criteria(step, step.changes, final, mentions, ignored))
     expected_report: dict[str, Any] = {}
-    if report_pool:
-        chosen = rng.choice(report_pool)
-        expected_report[chosen.field] = chosen.value
+    chosen = _report_choice(walk, system, rng)
+    if chosen is not None:
+        carried, key = chosen
+        expected_report[key] = carried.value
         criteria.append(
-            {
-                "kind": "report",
-                "field": chosen.field,
-                "value": chosen.value,
-                "description": f"The report gives {chosen.label}",
-            }
+            {"kind": "report", "field": key, "value": carried.value, "description": f"The report gives {carried.label}"}
         )
-    written = {s.entry.service for s in steps if s.entry.kind == "write"}
+    # Every change the oracle's run makes is what the task allows; anything else in any mounted
+    # service (written ones included) is collateral damage and zeroes the net score.
     negatives: list[dict[str, Any]] = [
         {
-            "kind": "service_untouched",
-            "service": name,
+            "kind": "collateral",
             "negative": True,
-            "description": f"Nothing in {name} was changed",
+            "allowed": [u.model_dump() for u in allowances(units(initial, final, system))],
+            "ignore": system,
+            "description": "Nothing changed that the request does not ask for",
         }
-        for name in mounted
-        if name not in written and name in oracle.world.stateful_services
     ]
     policies: list[str] = []
     if rng.random() < policy_rate:
@@ -293,8 +307,9 @@ def compose(
         criterion["id"] = f"c{number}"
     for number, criterion in enumerate(negatives, 1):
         criterion["id"] = f"n{number}"
-    rubric = Rubric.model_validate({"criteria": criteria + negatives})
-    instruction = _instruction(walk, mentions, expected_report, report_pool, policies, rng)
+    rubric = Rubric.model_validate({"version": RUBRIC_VERSION, "criteria": criteria + negatives})
+    instruction = _instruction(walk, mentions, chosen, policies, rng)
+    carried_values = {c.value for s in steps for c in s.carried.values()}
     transfers = [
         Transfer(
             type=c.type,
@@ -330,6 +345,51 @@ def compose(
     return task, oracle
 
 
+def _report_key(entity: str, field: str) -> str:
+    """The key the instruction names for a reported value: ``invoice_number``, ``trip_distance``."""
+    words = normal_key(entity).split("_")
+    key = normal_key(field)
+    return key if words and words[-1] in key.split("_") else f"{'_'.join(words)}_{key}" if words[0] else key
+
+
+def _report_choice(walk: Walk, system: dict[str, list[str]], rng: random.Random) -> tuple[Carried, str] | None:
+    """A value worth asking for, with its key, or None: one the agent can only learn by doing the
+    work — a field of a record a write step returned, that the service itself decided (an invoice
+    number, a computed total): not a stamp or counter, not an id, not a value any step was
+    given or carried, and not a value the initial world already holds (so neither reading nor
+    guessing finds it)."""
+    steps = walk.steps
+    given = {repr(v) for s in steps for v in _flat(s.resolved)} | {repr(s.anchor) for s in steps if s.anchor}
+    candidates = []
+    for c in walk.pool:
+        step = steps[c.step]
+        if step.entry.kind != "write" or c.type not in REPORTABLE or c.field == "id":
+            continue
+        if repr(c.value) in given:
+            continue
+        if c.field in system.get(c.service, ()) and c.type in ("count", "date", "date_time"):
+            continue  # a counter or stamp the service keeps: nothing anyone asks for
+        if (isinstance(c.value, str) and len(c.value) < 3) or isinstance(c.value, bool) or not c.value:
+            continue  # too short to be an answer, or a zero anyone would guess
+        if c.type == "date_time":
+            continue  # a time a write stamps is the world's clock: guessable, and no one asks for it
+        if c.value in walk.seeded.get(c.service, {}).get(c.type, ()):
+            continue
+        candidates.append(c)
+    if not candidates:
+        return None
+    chosen = rng.choice(candidates)
+    return chosen, _report_key(steps[chosen.step].entity or steps[chosen.step].entry.service, chosen.field)
+
+
+def _flat(value: Any) -> list[Any]:
+    if isinstance(value, dict):
+        return [x for v in value.values() for x in _flat(v)]
+    if isinstance(value, list):
+        return [x for v in value for x in _flat(v)]
+    return [value]
+
+
 def _policy(
     walk: Walk,
     criteria: list[dict[str, Any]],
@@ -337,13 +397,14 @@ def _policy(
     initial: dict[str, Any],
     rng: random.Random,
 ) -> list[str]:
-    """One policy clause, with the negative criterion that checks it where one applies."""
+    """One policy clause; a negative criterion is added only for the clause the instruction states
+    (nothing the agent is not told is checked, besides the collateral criterion)."""
     effects = [c for c in criteria if c["kind"] == "record" and c.get("expect") in ("exists", "created")]
-    options: list[str] = []
+    options: list[tuple[str, dict[str, Any] | None]] = []
     if effects:
         target = rng.choice(effects)
         records = _records(initial, target["service"], target["collection"])
-        touched = set(target["match"].values())
+        touched = {v for v in target.get("match", {}).values() if isinstance(v, str)}
         others = [(rid, r) for rid, r in sorted(records.items()) if rid not in touched and isinstance(r, dict)]
         named = [
             (rid, r, v)
@@ -354,34 +415,40 @@ def _policy(
         if named:
             rid, _, label = rng.choice(named)
             entity = target["collection"].split("/")[-1].rstrip("s")
-            negatives.append(
-                {
-                    "kind": "unchanged",
-                    "service": target["service"],
-                    "collection": target["collection"],
-                    "record_id": rid,
-                    "negative": True,
-                    "description": f"The {entity} '{label}' ({rid}) is left unchanged",
-                }
-            )
-            options.append(f"Leave the {entity} '{label}' in {target['service']} untouched; it is a different matter.")
+            negative = {
+                "kind": "unchanged",
+                "service": target["service"],
+                "collection": target["collection"],
+                "record_id": rid,
+                "negative": True,
+                "description": f"The {entity} '{label}' ({rid}) is left unchanged",
+            }
+            text = f"Leave the {entity} '{label}' in {target['service']} untouched; it is a different matter."
+            options.append((text, negative))
     readonly = [
         s for s in walk.services if s not in {st.entry.service for st in walk.steps if st.entry.kind == "write"}
     ]
-    if readonly:
-        options.append(f"Do not change anything in {rng.choice(readonly)}; only read from it.")
-    money = [c for c in walk.pool if c.type == "money_amount" and isinstance(c.value, int | float) and c.value > 10]
-    if money:
-        amount = rng.choice(money)
-        options.append(f"Only go ahead if {amount.label} is above {int(amount.value * 0.5)}; it is, so proceed.")
-    return [rng.choice(options)] if options else []
+    if readonly and walk.world.hub.registry.services[readonly[0]].native is not None:
+        name = rng.choice(readonly)
+        negative = {
+            "kind": "service_untouched",
+            "service": name,
+            "negative": True,
+            "description": f"Nothing in {name} was changed",
+        }
+        options.append((f"Do not change anything in {name}; only read from it.", negative))
+    if not options:
+        return []
+    text, chosen = rng.choice(options)
+    if chosen is not None:
+        negatives.append(chosen)
+    return [text]
 
 
 def _instruction(
     walk: Walk,
     mentions: dict[tuple[int, str], Carried],
-    report: dict[str, Any],
-    report_pool: list[Carried],
+    report: tuple[Carried, str] | None,
     policies: list[str],
     rng: random.Random,
 ) -> str:
@@ -399,11 +466,14 @@ def _instruction(
         else:
             sentences.append(rng.choice(WRITE).format(verb=_verb_phrase(step), service=step.entry.service, args=args))
     sentences.extend(policies)
-    if report:
-        field = next(iter(report))
-        source = next(c for c in report_pool if c.field == field and c.value == report[field])
-        step = walk.steps[source.step]
-        sentences.append(rng.choice(REPORT).format(field=humanize(field), entity=step.entity, anchor=step.anchor))
+    if report is not None:
+        carried, key = report
+        step = walk.steps[carried.step]
+        sentences.append(
+            rng.choice(REPORT).format(
+                key=key, field=humanize(carried.field), entity=step.entity or "record", service=step.entry.service
+            )
+        )
     return " ".join(sentences)
 
 
@@ -412,9 +482,13 @@ def leaks(task: Task) -> list[str]:
     text = task.instruction.casefold()
     given = {str(v).casefold() for v in task.meta.get("given_values", [])}
     found = []
-    secrets = [*task.meta.get("carried_values", []), *(str(v) for v in task.expected_report.values())]
-    for value in secrets:
+    for value in task.meta.get("carried_values", []):
         needle = str(value).casefold()
         if len(needle) >= 3 and needle not in given and needle in text:
+            found.append(str(value))
+    # A reported value must be found or computed: it may not appear at all, even as a given value.
+    for value in task.expected_report.values():
+        needle = str(value).casefold()
+        if len(needle) >= 3 and needle in text:
             found.append(str(value))
     return found

@@ -1,10 +1,13 @@
-"""The four gates every generated task passes before it is kept.
+"""The five gates every generated task passes before it is kept.
 
 1. ``oracle``: the oracle plan runs without an error and scores 1.0 (net 1.0 too).
 2. ``null``: a do-nothing agent passes none of the positive criteria and scores 0 (negative
    criteria pass trivially for it: they act as penalties, not points).
 3. ``necessary``: removing any single write step of the oracle plan fails at least one criterion.
 4. ``leak``: no carried or reported value appears in the instruction.
+5. ``adversary:<name>``: no built-in adversary (:mod:`taskgen.adversaries`: spam or vandalism
+   after the oracle, shotgun writes, creating or destroying everything, report guessing) earns
+   reward. Run only when the other gates pass (it costs the most).
 
 The ``necessary`` gate needs the final world of the plan without step ``i``. When no later step
 writes the service ``i`` writes, that service ends the variant run exactly as it was just before
@@ -21,21 +24,25 @@ from typing import Any
 from hub.core import Hub
 from hub.rubric import RecordCriterion, ServiceUntouchedCriterion, UnchangedCriterion, check
 from hub.world import World
+from taskgen.adversaries import Panel, run_panel, verdict
 from taskgen.compose import leaks
 from taskgen.oracle import continue_plan, run_plan
 from taskgen.task import Task
+from taskgen.walk import Walker, walker_for
 
-GATES = ("oracle", "null", "necessary", "leak")
+GATES = ("oracle", "null", "necessary", "leak", "adversary")
 
 STATE_CRITERIA = (RecordCriterion, UnchangedCriterion, ServiceUntouchedCriterion)
 """Criteria that read nothing but the initial and final state of their own ``service``."""
 
 
-def check_gates(hub: Hub, task: Task) -> list[str]:
+def check_gates(hub: Hub, task: Task, walker: Walker | None = None, adversaries: bool = True) -> list[str]:
     """The names of the gates ``task`` fails (empty: keep it).
 
     The plan is replayed in a fresh world from the task's seed (the ``oracle`` gate), keeping a
-    checkpoint just before every write for the ``necessary`` gate to resume from.
+    checkpoint just before every write for the ``necessary`` gate to resume from; the adversaries
+    that start from the oracle's run start from that world. ``walker`` (the hub's walker for the
+    task's seed) supplies the adversaries' harvested values; one is built when not given.
     """
     failed: list[str] = []
     positives = [c for c in task.rubric.criteria if not c.negative]
@@ -48,6 +55,8 @@ def check_gates(hub: Hub, task: Task) -> list[str]:
         result = oracle.world.score(task.rubric, report=task.expected_report, services=task.mounted)
         if not all(e.get("success") for e in oracle.envelopes) or result.score < 1.0 or result.net_score < 1.0:
             failed.append("oracle")
+        oracle_net = result.net_score
+        final = oracle.world.fork()  # the adversaries that start from the oracle's run start here
     finally:
         oracle.world.close()
     null = hub.open_world(services=task.mounted, seed=task.seed)
@@ -74,6 +83,13 @@ def check_gates(hub: Hub, task: Task) -> list[str]:
         leftover.close()
     if leaks(task):
         failed.append("leak")
+    try:
+        if adversaries and not failed:
+            panel = Panel(walker or walker_for(hub, task.seed), task)
+            attempts = run_panel(panel, final, oracle.envelopes)
+            failed.extend(f"adversary:{name}" for name in verdict(attempts, oracle_net))
+    finally:
+        final.close()
     return failed
 
 

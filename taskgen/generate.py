@@ -13,10 +13,11 @@ from typing import Any
 
 from hub.core import Hub
 from hub.registry import native_entry
+from taskgen.adversaries import prepare as prepare_panel
 from taskgen.compose import compose
 from taskgen.gates import check_gates
 from taskgen.task import Task
-from taskgen.walk import Walker, WalkError
+from taskgen.walk import Walker, WalkError, walker_for
 
 
 def default_hub(services: Iterable[str] | None = None, worldmodel: bool = True) -> Hub:
@@ -75,7 +76,7 @@ def attempt(
         walk.world.close()
     # The gates replay the plan in a fresh world from the seed, so a task is kept only when its
     # plan, as written (arguments referencing earlier results), reproduces what the walk did.
-    return [f"gate:{gate}" for gate in check_gates(hub, task)] or task
+    return [f"gate:{gate}" for gate in check_gates(hub, task, walker)] or task
 
 
 def generate(
@@ -137,14 +138,11 @@ GC_THRESHOLD = 50_000
 _WORKER: dict[str, Any] = {}
 
 
-def walker_for(hub: Hub, seed: int) -> Walker:
-    """The walker of ``hub`` for ``seed``, built once (kept with the hub): it caches tool signatures
-    and seeded values, which depend only on the immutable registry and the seed, and keeps nothing
-    from one walk to the next."""
-    walker = hub.derived.get(("walker", seed))
-    if walker is None:
-        walker = hub.derived[("walker", seed)] = Walker(hub, seed)
-    assert isinstance(walker, Walker)
+def prepared(hub: Hub, seed: int) -> Walker:
+    """The walker of ``hub`` for ``seed`` with every per-seed cache filled: the seeded values the
+    walks use and the seeded records the adversary gate's report guesser indexes."""
+    walker = walker_for(hub, seed).prepare()
+    prepare_panel(walker)
     return walker
 
 
@@ -190,7 +188,7 @@ def generate_parallel(
     if "fork" in multiprocessing.get_all_start_methods():
         context = multiprocessing.get_context("fork")
         hub = hub or default_hub(services, worldmodel)
-        walker_for(hub, seed).prepare()  # built and filled once, inherited
+        prepared(hub, seed)  # built and filled once, inherited
     else:
         hub = None
     results: dict[int, Task | list[str]] = {}

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from hub.rubric import Rubric
 
@@ -53,6 +53,19 @@ class Task(BaseModel):
     policies: list[str] = Field(default_factory=list)
     transfers: list[Transfer] = Field(default_factory=list)
     meta: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_rubric(cls, data: Any) -> Any:
+        """A task written before rubrics had versions carries a version-1 rubric: it is scored with
+        the semantics it was made for, never silently with today's."""
+        if isinstance(data, dict) and isinstance(data.get("rubric"), dict) and "version" not in data["rubric"]:
+            data = {**data, "rubric": {**data["rubric"], "version": 1}}
+        return data
+
+    @property
+    def rubric_version(self) -> int:
+        return self.rubric.version
 
     @property
     def mounted(self) -> list[str]:

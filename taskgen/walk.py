@@ -177,6 +177,7 @@ class Walk:
     pool: list[Carried]
     world: World
     mentions: dict[tuple[int, str], Carried] = field(default_factory=dict)  # (step, free-text arg) → value
+    seeded: dict[str, dict[str, frozenset[Any]]] = field(default_factory=dict)  # service → type → seeded values
 
     @property
     def services(self) -> list[str]:
@@ -297,7 +298,11 @@ class Walker:
             ]
         self.deletes = frozenset(e.qualified for e in self.entries if e.name.split("_")[0] in ("delete", "remove"))
         self._values: dict[str, dict[str, list[Any]]] = {}
-        self.synth = Synthesizer(_population(seed))
+        self._sets: dict[str, dict[str, frozenset[Any]]] = {}
+        self.cache: dict[Any, Any] = {}  # other per-seed data derived from the seeded worlds
+        population = _population(seed)
+        self.synth = Synthesizer(population)
+        self.clock = population.now.isoformat().replace("+00:00", "Z")  # the seeded worlds' "now"
         self.listings = [
             e for e in self.entries if e.kind == "read" and e.name.split("_")[0] in ("list", "search", "find")
         ]
@@ -321,7 +326,7 @@ class Walker:
         process does it once before forking its workers, instead of every worker on its first walks
         (tens of milliseconds a service)."""
         for service in self.hub.registry.services:
-            self.seeded_values(service)
+            self.seeded_sets(service)
         return self
 
     def seeded_values(self, service: str) -> dict[str, list[Any]]:
@@ -331,6 +336,16 @@ class Walker:
                 state_values(native, self.hub.seeded_slot(service, self.seed).read_state()) if native else {}
             )
         return self._values[service]
+
+    def seeded_sets(self, service: str) -> dict[str, frozenset[Any]]:
+        """The seeded values of ``service`` by type, as sets (hashable values only)."""
+        found = self._sets.get(service)
+        if found is None:
+            found = self._sets[service] = {
+                kind: frozenset(v for v in values if isinstance(v, str | int | float))
+                for kind, values in self.seeded_values(service).items()
+            }
+        return found
 
     # -- filling arguments -------------------------------------------------------------------
 
@@ -522,7 +537,9 @@ class Walker:
                 if step is None:
                     break
                 self._steps.append(step)
-            result = Walk(self._steps, pool, world, dict(self._mentions))
+            services = dict.fromkeys(s.entry.service for s in self._steps)
+            seeded = {name: self.seeded_sets(name) for name in services}
+            result = Walk(self._steps, pool, world, dict(self._mentions), seeded)
         except Exception:
             world.close()
             raise
@@ -573,6 +590,17 @@ class Walker:
                 continue
             return step
         return None
+
+
+def walker_for(hub: Hub, seed: int) -> Walker:
+    """The walker of ``hub`` for ``seed``, built once (kept with the hub): it caches tool signatures
+    and seeded values, which depend only on the immutable registry and the seed, and keeps nothing
+    from one walk to the next."""
+    walker = hub.derived.get(("walker", seed))
+    if walker is None:
+        walker = hub.derived[("walker", seed)] = Walker(hub, seed)
+    assert isinstance(walker, Walker)
+    return walker
 
 
 def linkable(pool: list[Carried]) -> dict[str, list[Carried]]:

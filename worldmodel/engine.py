@@ -239,6 +239,9 @@ def build_service(spec: ServiceSpec, backend: Backend) -> Service[SimState]:
         state=SimState,
         seed=seed,
         source="simulated",
+        # The engine stamps nothing on a record: a created one is the arguments plus the backend's
+        # output (its id drawn from seq), so only the base fields, seq and clock, are the system's.
+        system_fields=(),
     )
     any_adapter: TypeAdapter[Any] = TypeAdapter(Any)
     for tool_spec in spec.tools:

@@ -92,7 +92,10 @@ READ_OPS = ("list", "get", "aggregate")
 WRITE_OPS = ("create", "update", "transition", "delete", "adjust", "append", "remove")
 OPS = Literal["list", "get", "aggregate", "create", "update", "transition", "delete", "adjust", "append", "remove"]
 COND_OPS = Literal["==", "!=", "<", "<=", ">", ">=", "in", "not_in", "present", "absent"]
-AUTO_FIELDS = ("id", "created_at", "updated_at")
+#: Fields the generated code stamps on every record by itself: both on create, ``updated_at`` on every
+#: write to the record (cascades included). Built services declare them as their ``system_fields``.
+SYSTEM_FIELDS = ("created_at", "updated_at")
+AUTO_FIELDS = ("id", *SYSTEM_FIELDS)
 #: Names the generated code uses for its own variables (or Python keywords): not for fields or params.
 RESERVED = frozenset(
     {"state", "record", "now", "rows", "groups", "ordered", "new_value", "query", "offset", "limit", "service", "r",

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from servers.construction.naming import Names, lit, wrap_doc
 from servers.construction.seeding import default_seed
-from servers.construction.spec import AUTO_FIELDS, EntitySpec, FieldSpec, ServiceSpec, ToolSpec
+from servers.construction.spec import AUTO_FIELDS, SYSTEM_FIELDS, EntitySpec, FieldSpec, ServiceSpec, ToolSpec
 from servers.construction.tools import tool_code
 from servers.construction.vocabulary import SHARED, python_type
 
@@ -118,7 +118,7 @@ def _record(spec: ServiceSpec, names: Names, entity_name: str, entity: EntitySpe
     lines = [f"class {names.cls[entity_name]}(Record):", f'    """{doc}"""', ""]
     lines.append(f"    id: {names.id_alias[entity_name]}")
     lines += [_field_line(spec, names, n, f) for n, f in entity.fields.items()]
-    lines += ["    created_at: DateTime", "    updated_at: DateTime"]
+    lines += [f"    {name}: DateTime" for name in SYSTEM_FIELDS]
     return "\n".join(lines)
 
 
@@ -352,6 +352,7 @@ def _service_definition(spec: ServiceSpec, names: Names) -> str:
             state={names.state},
             seed=seed,
             source="built",
+            system_fields={SYSTEM_FIELDS!r},
         )""")
 
 

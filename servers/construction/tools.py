@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from servers.construction.naming import Names, lit, wrap_doc
-from servers.construction.spec import Condition, ServiceSpec, ToolSpec
+from servers.construction.spec import SYSTEM_FIELDS, Condition, ServiceSpec, ToolSpec
 from servers.construction.vocabulary import SHARED, python_type
 
 ERRORS = {400: "BadRequest", 403: "Forbidden", 404: "NotFound", 409: "Conflict"}
@@ -375,7 +375,7 @@ class ToolWriter:
                 values.append(f"{name}={life.initial!r}")
             elif name in tool.set:
                 values.append(f"{name}={self.value(tool.set[name], None, name)}")
-        values += ["created_at=now", "updated_at=now"]
+        values += [f"{name}=now" for name in SYSTEM_FIELDS]
         self.body.add(f"record = {self.cls}({', '.join(values)})")
         self.store_params()
         self.body.add(f"state.{entity.plural}[record.id] = record")

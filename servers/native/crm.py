@@ -240,6 +240,7 @@ service = Service(
     description="Customer relationship management: accounts, contacts, deals and activities.",
     state=CrmState,
     seed=seed,
+    system_fields=("created_at", "updated_at"),  # closed_at and occurred_at are outcomes
 )
 
 

@@ -251,6 +251,7 @@ service = Service(
     description="The user's mailbox: read, search, label, send, reply to and forward email.",
     state=EmailState,
     seed=seed,
+    system_fields=("updated_at",),  # a message's sent_at is the outcome of sending it
 )
 
 

@@ -271,6 +271,7 @@ service = Service(
     description="The user's cloud drive: folders, documents, sharing, versions, trash and full-text search.",
     state=FilesState,
     seed=seed,
+    system_fields=("created_at", "modified_at", "modified_by", "version", "size_bytes"),
 )
 
 

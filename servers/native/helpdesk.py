@@ -232,6 +232,8 @@ service = Service(
     description="Customer support tickets: triage, assign, reply, escalate, merge and solve within SLA.",
     state=HelpdeskState,
     seed=seed,
+    # sla_due_at follows from created_at (or the escalation time) and the priority
+    system_fields=("created_at", "updated_at", "sla_due_at"),
 )
 
 

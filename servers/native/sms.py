@@ -259,6 +259,7 @@ service = Service(
     description="SMS gateway: send and schedule texts from the organisation's numbers, track delivery and opt-outs.",
     state=SmsState,
     seed=seed,
+    system_fields=("created_at",),  # opted_out_at is the outcome of opt_out
 )
 
 

@@ -232,6 +232,8 @@ service = Service(
     description="Project tracker: projects, tasks, subtasks, dependencies, assignees, due dates and comments.",
     state=TrackerState,
     seed=seed,
+    # counters issues task keys, which change when a task moves; project keys never change
+    system_fields=("created_at", "updated_at", "counters", "key"),
 )
 
 

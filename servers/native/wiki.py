@@ -269,6 +269,7 @@ service = Service(
     description="The company wiki: spaces, page trees, versions, comments, labels and full-text search.",
     state=WikiState,
     seed=seed,
+    system_fields=("created_at", "updated_at", "version", "last_editor"),
 )
 
 

@@ -155,3 +155,16 @@ def test_sft_export_filters_and_holds_out_whole_tasks(setup: tuple[Hub, list[Tas
     assert {r["meta"]["task_id"] for r in train}.isdisjoint({r["meta"]["task_id"] for r in test}) and test
     assert all(r["meta"]["agent"] == "oracle" and r["meta"]["rubric_score"] == 1.0 for r in train + test)
     assert export_sft(hub, store, "r", out, surface="gateway") == 0
+
+
+def test_a_run_never_mixes_rubric_versions(setup: tuple[Hub, list[Task]], tmp_path: Path) -> None:
+    """Episodes keep the rubric version they were scored with; resuming a run with tasks of
+    another rubric version is refused instead of mixing two scorings in one run."""
+    hub, tasks = setup
+    store = RunStore(tmp_path / "runs.db")
+    run(hub, tasks[:1], [make_agent("oracle")], store, "r")
+    assert {e["rubric_version"] for e in store.episodes("r")} == {2}
+    old = tasks[0].model_copy(update={"rubric": tasks[0].rubric.model_copy(update={"version": 1})})
+    with pytest.raises(ValueError, match="rubric version 2"):
+        run(hub, [old], [make_agent("null")], store, "r")
+    assert run(hub, [old], [make_agent("null")], store, "r-v1").ran == 1

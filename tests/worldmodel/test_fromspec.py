@@ -28,6 +28,19 @@ def test_simulated_fallback_has_the_native_interface() -> None:
         assert simulated.tools[name].kind == tool.kind
 
 
+def test_simulated_services_declare_only_the_base_system_fields() -> None:
+    service = build_service(simulated_spec(load_spec(SPEC)), RulesBackend())
+    assert service.system_fields == {"seq", "clock"}  # the engine stamps nothing on the records it stores
+    state = service.seed_state(0)
+    book_id = service.call(state, "add_book", {"title": "Middlemarch", "copies": 2})["data"]["id"]
+    before = dict(state.collections["books"][book_id])
+    arguments = {"book_id": book_id, "delta": 1}
+    assert service.call(state, "adjust_copies", arguments)["success"]
+    after = state.collections["books"][book_id]
+    # an update merges its arguments into the record and stamps nothing (updated_at stays as it was)
+    assert {k for k in after if after[k] != before.get(k)} <= set(arguments) - {"book_id"}
+
+
 def test_simulated_fallback_reads_what_it_wrote() -> None:
     service = build_service(simulated_spec(load_spec(SPEC)), RulesBackend())
     state = service.seed_state(0)

@@ -332,4 +332,5 @@ service = Service(
     state=AffiliatesState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

@@ -308,4 +308,5 @@ service = Service(
     state=AssetTrackingState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

@@ -282,4 +282,5 @@ service = Service(
     state=BackupsState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

@@ -295,4 +295,5 @@ service = Service(
     state=BenefitsState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

@@ -348,4 +348,5 @@ service = Service(
     state=BillingDisputesState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

@@ -343,4 +343,5 @@ service = Service(
     state=BoardPortalState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

@@ -241,4 +241,5 @@ service = Service(
     state=BudgetingState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

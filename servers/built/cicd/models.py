@@ -306,4 +306,5 @@ service = Service(
     state=CicdState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

@@ -414,4 +414,5 @@ service = Service(
     state=ClinicalTrialsState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

@@ -280,4 +280,5 @@ service = Service(
     state=CloudHostingState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

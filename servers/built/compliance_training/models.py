@@ -346,4 +346,5 @@ service = Service(
     state=ComplianceTrainingState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

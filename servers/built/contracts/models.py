@@ -349,4 +349,5 @@ service = Service(
     state=ContractsState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

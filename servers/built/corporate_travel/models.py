@@ -355,4 +355,5 @@ service = Service(
     state=CorporateTravelState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

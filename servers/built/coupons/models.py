@@ -266,4 +266,5 @@ service = Service(
     state=CouponsState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

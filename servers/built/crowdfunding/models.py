@@ -262,4 +262,5 @@ service = Service(
     state=CrowdfundingState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

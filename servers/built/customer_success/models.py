@@ -341,4 +341,5 @@ service = Service(
     state=CustomerSuccessState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

@@ -377,4 +377,5 @@ service = Service(
     state=CustomsBrokerageState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

@@ -306,4 +306,5 @@ service = Service(
     state=DataWarehouseState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

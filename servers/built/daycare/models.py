@@ -345,4 +345,5 @@ service = Service(
     state=DaycareState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

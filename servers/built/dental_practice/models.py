@@ -403,4 +403,5 @@ service = Service(
     state=DentalPracticeState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

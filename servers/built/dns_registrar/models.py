@@ -327,4 +327,5 @@ service = Service(
     state=DnsRegistrarState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

@@ -269,4 +269,5 @@ service = Service(
     state=DockSchedulingState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

@@ -333,4 +333,5 @@ service = Service(
     state=DonationsState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

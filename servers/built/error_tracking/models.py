@@ -319,4 +319,5 @@ service = Service(
     state=ErrorTrackingState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

@@ -296,4 +296,5 @@ service = Service(
     state=EventTicketingState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

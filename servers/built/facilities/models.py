@@ -303,4 +303,5 @@ service = Service(
     state=FacilitiesState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

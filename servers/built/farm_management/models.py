@@ -382,4 +382,5 @@ service = Service(
     state=FarmManagementState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

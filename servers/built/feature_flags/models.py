@@ -341,4 +341,5 @@ service = Service(
     state=FeatureFlagsState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

@@ -331,4 +331,5 @@ service = Service(
     state=FleetState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

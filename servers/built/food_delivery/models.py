@@ -391,4 +391,5 @@ service = Service(
     state=FoodDeliveryState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

@@ -318,4 +318,5 @@ service = Service(
     state=FreightState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

@@ -287,4 +287,5 @@ service = Service(
     state=FuelCardsState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

@@ -302,4 +302,5 @@ service = Service(
     state=GymMembershipState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

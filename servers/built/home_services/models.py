@@ -324,4 +324,5 @@ service = Service(
     state=HomeServicesState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

@@ -354,4 +354,5 @@ service = Service(
     state=HotelBookingState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

@@ -314,4 +314,5 @@ service = Service(
     state=IncidentResponseState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

@@ -294,4 +294,5 @@ service = Service(
     state=InsuranceClaimsState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

@@ -360,4 +360,5 @@ service = Service(
     state=LabResultsState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

@@ -313,4 +313,5 @@ service = Service(
     state=LaundryServiceState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

@@ -332,4 +332,5 @@ service = Service(
     state=LeadScoringState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

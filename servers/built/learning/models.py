@@ -325,4 +325,5 @@ service = Service(
     state=LearningState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

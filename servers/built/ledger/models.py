@@ -338,4 +338,5 @@ service = Service(
     state=LedgerState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

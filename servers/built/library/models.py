@@ -335,4 +335,5 @@ service = Service(
     state=LibraryState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

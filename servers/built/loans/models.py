@@ -300,4 +300,5 @@ service = Service(
     state=LoansState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

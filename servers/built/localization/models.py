@@ -393,4 +393,5 @@ service = Service(
     state=LocalizationState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

@@ -317,4 +317,5 @@ service = Service(
     state=LogAlertsState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

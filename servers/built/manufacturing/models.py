@@ -327,4 +327,5 @@ service = Service(
     state=ManufacturingState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

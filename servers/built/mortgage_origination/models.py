@@ -390,4 +390,5 @@ service = Service(
     state=MortgageOriginationState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

@@ -379,4 +379,5 @@ service = Service(
     state=MovingCompanyState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

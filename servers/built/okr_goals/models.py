@@ -326,4 +326,5 @@ service = Service(
     state=OkrGoalsState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

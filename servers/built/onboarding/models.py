@@ -312,4 +312,5 @@ service = Service(
     state=OnboardingState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

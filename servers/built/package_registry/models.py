@@ -305,4 +305,5 @@ service = Service(
     state=PackageRegistryState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

@@ -323,4 +323,5 @@ service = Service(
     state=ParkingState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

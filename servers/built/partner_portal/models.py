@@ -336,4 +336,5 @@ service = Service(
     state=PartnerPortalState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

@@ -390,4 +390,5 @@ service = Service(
     state=PatientBillingState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

@@ -302,4 +302,5 @@ service = Service(
     state=PaymentsGatewayState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

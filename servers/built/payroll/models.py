@@ -320,4 +320,5 @@ service = Service(
     state=PayrollState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

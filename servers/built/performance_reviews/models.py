@@ -255,4 +255,5 @@ service = Service(
     state=PerformanceReviewsState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

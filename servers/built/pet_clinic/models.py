@@ -334,4 +334,5 @@ service = Service(
     state=PetClinicState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

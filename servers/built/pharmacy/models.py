@@ -374,4 +374,5 @@ service = Service(
     state=PharmacyState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

@@ -375,4 +375,5 @@ service = Service(
     state=PressReleasesState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

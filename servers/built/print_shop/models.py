@@ -307,4 +307,5 @@ service = Service(
     state=PrintShopState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

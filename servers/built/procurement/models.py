@@ -319,4 +319,5 @@ service = Service(
     state=ProcurementState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

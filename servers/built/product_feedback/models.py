@@ -276,4 +276,5 @@ service = Service(
     state=ProductFeedbackState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

@@ -371,4 +371,5 @@ service = Service(
     state=PropertyManagementState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

@@ -353,4 +353,5 @@ service = Service(
     state=QualityControlState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

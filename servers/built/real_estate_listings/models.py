@@ -352,4 +352,5 @@ service = Service(
     state=RealEstateListingsState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

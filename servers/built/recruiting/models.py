@@ -362,4 +362,5 @@ service = Service(
     state=RecruitingState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

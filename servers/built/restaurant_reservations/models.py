@@ -323,4 +323,5 @@ service = Service(
     state=RestaurantReservationsState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

@@ -281,4 +281,5 @@ service = Service(
     state=ReviewsState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

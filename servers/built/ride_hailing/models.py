@@ -325,4 +325,5 @@ service = Service(
     state=RideHailingState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

@@ -253,4 +253,5 @@ service = Service(
     state=SalesQuotesState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

@@ -387,4 +387,5 @@ service = Service(
     state=SchoolAdminState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

@@ -339,4 +339,5 @@ service = Service(
     state=ShiftSchedulingState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

@@ -343,4 +343,5 @@ service = Service(
     state=ShippingLabelsState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

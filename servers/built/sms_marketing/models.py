@@ -278,4 +278,5 @@ service = Service(
     state=SmsMarketingState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

@@ -288,4 +288,5 @@ service = Service(
     state=SocialMediaState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

@@ -304,4 +304,5 @@ service = Service(
     state=SportsLeagueState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

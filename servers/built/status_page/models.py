@@ -327,4 +327,5 @@ service = Service(
     state=StatusPageState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

@@ -299,4 +299,5 @@ service = Service(
     state=SubscriptionsState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

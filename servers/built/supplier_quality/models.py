@@ -316,4 +316,5 @@ service = Service(
     state=SupplierQualityState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

@@ -289,4 +289,5 @@ service = Service(
     state=SurveysState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

@@ -374,4 +374,5 @@ service = Service(
     state=TelehealthState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

@@ -321,4 +321,5 @@ service = Service(
     state=TimeTrackingState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

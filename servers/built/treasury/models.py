@@ -315,4 +315,5 @@ service = Service(
     state=TreasuryState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

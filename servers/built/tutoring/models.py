@@ -397,4 +397,5 @@ service = Service(
     state=TutoringState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

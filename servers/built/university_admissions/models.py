@@ -389,4 +389,5 @@ service = Service(
     state=UniversityAdmissionsState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

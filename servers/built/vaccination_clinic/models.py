@@ -400,4 +400,5 @@ service = Service(
     state=VaccinationClinicState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

@@ -361,4 +361,5 @@ service = Service(
     state=VehicleInspectionsState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

@@ -301,4 +301,5 @@ service = Service(
     state=VendorPortalState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

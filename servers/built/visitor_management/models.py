@@ -310,4 +310,5 @@ service = Service(
     state=VisitorManagementState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

@@ -324,4 +324,5 @@ service = Service(
     state=WarehouseState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

@@ -297,4 +297,5 @@ service = Service(
     state=WebinarsState,
     seed=seed,
     source="built",
+    system_fields=("created_at", "updated_at"),
 )

@@ -82,6 +82,16 @@ service = Service(
     description="Webhooks with delivery logs and retries, event-driven automation rules with run history, API keys.",
     state=AutomationState,
     seed=seed,
+    # delivery attempts update their webhook; a run updates its rule
+    system_fields=(
+        "created_at",
+        "last_delivery_at",
+        "consecutive_failures",
+        "attempts",
+        "last_attempt_at",
+        "last_run_at",
+        "run_count",
+    ),
 )
 
 

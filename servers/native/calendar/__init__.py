@@ -55,6 +55,7 @@ service = Service(
     description="The user's work calendar: events, invitations, meeting rooms and free/busy.",
     state=CalendarState,
     seed=seed,
+    system_fields=("updated_at",),
 )
 
 

@@ -48,6 +48,8 @@ service = Service(
     description="Team chat: channels, direct messages, threads, reactions and pins.",
     state=ChatState,
     seed=seed,
+    # posted_at is the outcome of posting; a reply bumps its parent's reply_count
+    system_fields=("created_at", "edited_at", "reply_count"),
 )
 
 

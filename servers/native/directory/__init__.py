@@ -59,6 +59,7 @@ service = Service(
     description="Company directory and shared contacts: people, managers, groups and duplicate clean-up.",
     state=DirectoryState,
     seed=seed,
+    system_fields=("updated_at",),
 )
 
 

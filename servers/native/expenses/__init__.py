@@ -56,6 +56,7 @@ service = Service(
     description="Employee expense reports: expense lines with receipts, policy checks, approvals, reimbursement.",
     state=ExpensesState,
     seed=seed,
+    system_fields=("created_at", "total", "needs_finance_approval", "next_reimbursement", "reimbursement_reference"),
 )
 
 

@@ -88,6 +88,7 @@ service = Service(
     description="HR system: employees, org chart, leave requests and balances, onboarding checklists.",
     state=HrState,
     seed=seed,
+    system_fields=("used", "pending", "available"),  # leave balances follow the requests
 )
 
 

@@ -80,6 +80,20 @@ service = Service(
     description="Accounts receivable: bill customers, record payments, refunds and credit notes.",
     state=InvoicingState,
     seed=seed,
+    # invoice totals are recomputed from lines, payments, refunds and credit notes; numbers come from counters
+    system_fields=(
+        "created_at",
+        "number",
+        "next_invoice_number",
+        "next_credit_number",
+        "subtotal",
+        "tax",
+        "total",
+        "amount_paid",
+        "amount_refunded",
+        "amount_credited",
+        "amount_due",
+    ),
 )
 
 

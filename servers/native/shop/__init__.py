@@ -83,6 +83,18 @@ service = Service(
     description="The company's online store: products and stock, customers, orders, discounts and fulfilment.",
     state=ShopState,
     seed=seed,
+    # order prices are recomputed from the lines; stock and refunded_amount are outcomes (restock, refund)
+    system_fields=(
+        "created_at",
+        "updated_at",
+        "number",
+        "next_order_number",
+        "times_used",
+        "subtotal",
+        "discount_amount",
+        "shipping",
+        "total",
+    ),
 )
 
 

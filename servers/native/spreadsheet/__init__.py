@@ -70,6 +70,8 @@ service = Service(
     description="Shared spreadsheets: read and write cell ranges, append rows, find values, compute totals.",
     state=SpreadsheetState,
     seed=seed,
+    # index: sheet positions are renumbered when a sheet is deleted
+    system_fields=("created_at", "modified_at", "modified_by", "index"),
 )
 
 
