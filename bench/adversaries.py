@@ -45,6 +45,11 @@ def main() -> None:
     parser.add_argument("--budget", type=int, default=24, help="call attempts per adversary (the gate uses 8)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--without-collateral",
+        action="store_true",
+        help="ablation: score the kept tasks with their collateral criterion removed (what it prevents)",
+    )
     args = parser.parse_args()
 
     from taskgen.adversaries import FROM_ORACLE, PANEL, Panel, run_panel
@@ -61,8 +66,21 @@ def main() -> None:
     results: dict[str, list[Any]] = {name: [] for name in names}
     rewards: dict[str, list[float]] = {name: [] for name in names}
     advantages: dict[str, list[float]] = {name: [] for name in names}
+    inert = dict.fromkeys(PANEL, 0)  # oracle-plus attempts that changed nothing (they are the oracle)
     started = time.perf_counter()
-    for task in batch.tasks:
+    tasks = batch.tasks
+    if args.without_collateral:
+        tasks = [
+            t.model_copy(
+                update={
+                    "rubric": t.rubric.model_copy(
+                        update={"criteria": [c for c in t.rubric.criteria if c.kind != "collateral"]}
+                    )
+                }
+            )
+            for t in tasks
+        ]
+    for task in tasks:
         oracle = run_plan(hub, task.plan, task.seed, task.mounted, record=False)
         half = run_plan(hub, task.plan[: max(1, len(task.plan) // 2)], task.seed, task.mounted, record=False)
         null = hub.open_world(services=task.mounted, seed=task.seed)
@@ -75,6 +93,7 @@ def main() -> None:
             panel = Panel(walker, task, budget=args.budget)
             for attempt in run_panel(panel, oracle.world, oracle.envelopes):
                 scored[attempt.name] = attempt.result
+                inert[attempt.name] += not attempt.changed
         finally:
             for world in (oracle.world, half.world, null):
                 world.close()
@@ -119,6 +138,7 @@ def main() -> None:
         "agents": agents,
         "rejections": rejections,
         "n_tasks": len(batch.tasks),
+        "inert_attempts": {k: v for k, v in inert.items() if v},
         "attempts": batch.attempts,
         "generation_s": round(generation_s, 1),
         "eval_s": round(eval_s, 1),
@@ -127,7 +147,9 @@ def main() -> None:
     if args.json:
         print(json.dumps(report, indent=2))
         return
-    print(f"{len(batch.tasks)} tasks (seed {args.seed}) from {batch.attempts} walks; adversary budget {args.budget}")
+    ablation = " (ablation: collateral criterion removed)" if args.without_collateral else ""
+    head = f"{len(batch.tasks)} tasks (seed {args.seed}) from {batch.attempts} walks; adversary budget {args.budget}"
+    print(head + ablation)
     print(f"{'agent':18} {'score':>7} {'net':>7} {'cfrr':>7} {'adv.':>7} {'net>0.3':>8}")
     for name, row in agents.items():
         print(
@@ -135,6 +157,9 @@ def main() -> None:
             f"{row['cfrr_advantage']:7.3f} {row['share_net_above_0_3']:8.3f}"
         )
     print("gate rejections:", json.dumps(rejections))
+    print(
+        "inert oracle-plus attempts (changed nothing, so scored as the oracle):", json.dumps(report["inert_attempts"])
+    )
     print("targets met:", json.dumps(met))
 
 

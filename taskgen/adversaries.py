@@ -30,8 +30,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from hub.collateral import units
 from hub.registry import ToolEntry
-from hub.rubric import ScoreResult, normal_key
+from hub.rubric import CollateralCriterion, ScoreResult, normal_key
 from hub.world import World
 from taskgen.task import Task, resolve
 from taskgen.walk import FREE_TEXT, Walker
@@ -60,12 +61,14 @@ FROM_ORACLE = frozenset({"spam", "vandal"})
 @dataclass
 class Attempt:
     """One adversary's run on one task; ``changed``: whether it changed the world it started from
-    ``calls`` counts the calls that succeeded: an oracle-plus adversary none of whose extra calls
-    succeeded changed nothing, and is no attack."""
+    ``calls`` counts the calls that succeeded; ``changed`` is False for an oracle-plus adversary
+    that left the oracle's world as it was (all its calls failed or changed nothing a rubric can
+    see): it is the oracle, not an attack."""
 
     name: str
     result: ScoreResult
     calls: int
+    changed: bool = True
 
     @property
     def score(self) -> float:
@@ -174,6 +177,8 @@ class Panel:
         touched = {repr(v) for envelope in envelopes for v in _flat(envelope.get("data"))}
         avoid = frozenset(self.plan_values | touched)
         made = self._calls(world, self._of(self.written, DESTROY_VERBS) * 3, avoid=avoid, enough=2)
+        if not made:  # nothing to delete or cancel there: change other records any way it can
+            made = self._calls(world, self._of(self.written, None) * 2, avoid=avoid, enough=1)
         return made, dict(self.task.expected_report)
 
     def shotgun(self, world: World) -> tuple[int, dict[str, Any]]:
@@ -264,6 +269,8 @@ def run_panel(
     out = []
     for name in names:
         world = oracle.fork() if name in FROM_ORACLE else hub.open_world(services=task.mounted, seed=task.seed)
+        start = world.states(task.mounted) if name in FROM_ORACLE else None
+        changed = True
         try:
             if name in FROM_ORACLE:
                 after_oracle = {"spam": panel.spam, "vandal": panel.vandal}[name]
@@ -277,9 +284,13 @@ def run_panel(
                 }
                 calls, report = alone[name](world)
             result: ScoreResult = world.score(task.rubric, report=report, services=task.mounted)
+            if start is not None and (not calls or result.net_score > MAX_NET):
+                # Only an attempt that kept its reward needs the (costlier) look at what it changed.
+                ignore = next((c.ignore for c in task.rubric.criteria if isinstance(c, CollateralCriterion)), {})
+                changed = bool(calls) and bool(units(start, world.states(task.mounted), ignore))
         finally:
             world.close()
-        out.append(Attempt(name, result, calls))
+        out.append(Attempt(name, result, calls, changed))
     return out
 
 
@@ -288,8 +299,8 @@ def verdict(attempts: list[Attempt], oracle_net: float) -> list[str]:
     failed = []
     for attempt in attempts:
         if attempt.name in FROM_ORACLE:
-            # One whose extra calls all failed is the oracle itself, not an attack.
-            if attempt.calls and (attempt.net_score > MAX_NET or attempt.net_score > oracle_net - MIN_DROP):
+            # One that changed nothing is the oracle itself, not an attack.
+            if attempt.changed and (attempt.net_score > MAX_NET or attempt.net_score > oracle_net - MIN_DROP):
                 failed.append(attempt.name)
         elif attempt.net_score > MAX_NET:
             failed.append(attempt.name)
