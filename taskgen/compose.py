@@ -369,8 +369,10 @@ def _report_choice(walk: Walk, system: dict[str, list[str]], rng: random.Random)
             continue
         if c.field in system.get(c.service, ()) and c.type in ("count", "date", "date_time"):
             continue  # a counter or stamp the service keeps: nothing anyone asks for
-        if (isinstance(c.value, str) and len(c.value) < 3) or isinstance(c.value, bool) or not c.value:
-            continue  # too short to be an answer, or a zero anyone would guess
+        if (isinstance(c.value, str) and len(c.value) < 3) or isinstance(c.value, bool):
+            continue  # too short to be an answer
+        if isinstance(c.value, int | float) and c.value in (0, 1, 100):
+            continue  # a default anyone would guess (a new component's 100% uptime, a count of 0)
         if c.type == "date_time":
             continue  # a time a write stamps is the world's clock: guessable, and no one asks for it
         if c.value in walk.seeded.get(c.service, {}).get(c.type, ()):
