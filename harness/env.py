@@ -22,6 +22,7 @@ from harness.trajectory import ToolCall
 from hub.middleware import Recorder, find
 from hub.surfaces import GATEWAY_NAMES, Surface, surface_call, surface_tools, world_server
 from hub.world import World
+from servers.serving import list_all_tools
 
 
 def function_spec(tool: types.Tool) -> dict[str, Any]:
@@ -109,10 +110,10 @@ class MCPEnv(ToolEnv):
         # The client's task groups must be entered and left by one task: the portal wraps it so.
         self._client_cm = self._portal.wrap_async_context_manager(Client(world_server(world, surface)))
         self._client = self._client_cm.__enter__()
-        self._listing = self._portal.call(self._client.list_tools)
+        self._listing = self._portal.call(list_all_tools, self._client)  # every page of it
 
     def tools(self) -> list[dict[str, Any]]:
-        return [function_spec(t) for t in self._listing.tools]
+        return [function_spec(t) for t in self._listing]
 
     def _raw(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         result = self._portal.call(self._client.call_tool, name, arguments)

@@ -8,12 +8,17 @@
 
 One low-level MCP server serves every world; its handlers find the world from the request path
 (the transport's session id is never used: the 2026 protocol is stateless per request).
-The server binds 127.0.0.1 unless told otherwise.
+The server binds 127.0.0.1 unless told otherwise. As every server of :mod:`servers.serving`, it
+pages its listings, takes input schemas from the registry (a call never builds a listing) and runs
+calls off the event loop, one at a time per world, under a deadline: a slow world stalls only
+itself. A ``tools/call`` whose ``arguments`` is not a JSON object gets the tool envelope (400), as
+any other bad argument does, not a protocol error.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import secrets
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -32,9 +37,12 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from hub.core import Hub
-from hub.surfaces import DIRECT_INSTRUCTIONS, Surface, surface_call, surface_tools
+from hub.surfaces import DIRECT_INSTRUCTIONS, GATEWAY_TOOLS, Surface, surface_call, surface_tools
 from hub.world import World
-from servers.serving import LIST_TTL_MS, envelope_result
+from servers.framework import Envelope, error
+from servers.serving import LIST_TTL_MS, CallFn, CallRunner, envelope_result, paged
+
+GATEWAY_SCHEMAS = {t.name: t.input_schema for t in GATEWAY_TOOLS}
 
 
 @dataclass
@@ -51,6 +59,64 @@ def _bearer(headers: Any) -> str | None:
     return None
 
 
+def same_token(given: str, expected: str) -> bool:
+    """Constant-time comparison that never raises (``compare_digest`` refuses non-ASCII ``str``)."""
+    return secrets.compare_digest(given.encode("utf-8", "surrogatepass"), expected.encode("utf-8", "surrogatepass"))
+
+
+def _unauthorized(message: str) -> Response:
+    return JSONResponse({"error": message}, status_code=401, headers={"WWW-Authenticate": 'Bearer realm="compoworld"'})
+
+
+def _forbidden(message: str) -> Response:
+    challenge = 'Bearer realm="compoworld", error="invalid_token"'
+    return JSONResponse({"error": message}, status_code=403, headers={"WWW-Authenticate": challenge})
+
+
+async def _body(receive: Receive) -> bytes:
+    chunks = []
+    while True:
+        message = await receive()
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body"):
+            return b"".join(chunks)
+
+
+def _replay(body: bytes, rest: Receive) -> Receive:
+    """``receive`` again, the body already read first, then what the client sends next."""
+    sent = False
+
+    async def receive() -> Any:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await rest()
+
+    return receive
+
+
+def bad_arguments_answer(body: bytes) -> dict[str, Any] | None:
+    """The JSON-RPC answer to a ``tools/call`` whose ``arguments`` is not an object: the 400
+    envelope as the tool's result (the SDK would refuse the request with a protocol error)."""
+    try:
+        request = json.loads(body)
+    except ValueError:
+        return None
+    if not isinstance(request, dict) or request.get("method") != "tools/call" or "id" not in request:
+        return None
+    params = request.get("params")
+    arguments = params.get("arguments") if isinstance(params, dict) else None
+    if arguments is None or isinstance(arguments, dict):
+        return None
+    result = envelope_result(error(400, f"'arguments' must be a JSON object, not {type(arguments).__name__}"))
+    return {
+        "jsonrpc": "2.0",
+        "id": request["id"],
+        "result": result.model_dump(mode="json", by_alias=True, exclude_none=True),
+    }
+
+
 class _ASGI:
     """Starlette treats a bound method as a request/response endpoint; this keeps it raw ASGI."""
 
@@ -64,11 +130,20 @@ class _ASGI:
 class HubHTTP:
     """The HTTP front of a hub: world registry with tokens, agent and admin surfaces."""
 
-    def __init__(self, hub: Hub, admin_token: str | None = None, host: str = "127.0.0.1") -> None:
+    def __init__(
+        self,
+        hub: Hub,
+        admin_token: str | None = None,
+        host: str = "127.0.0.1",
+        call_timeout: float | None = None,
+        instructions: str = DIRECT_INSTRUCTIONS,
+    ) -> None:
         self.hub = hub
         self.admin_token = admin_token or secrets.token_urlsafe(24)
         self.host = host
         self.access: dict[str, WorldAccess] = {}
+        self.runner = CallRunner(call_timeout)
+        self.instructions = instructions
         self.server = self._mcp_server()
         local = host in ("127.0.0.1", "localhost", "::1")
         security = (
@@ -111,25 +186,40 @@ class HubHTTP:
             raise LookupError(f"world {world_id!r} is not open")
         return access
 
+    def call_function(self, access: WorldAccess) -> CallFn:
+        """How a call on ``access``'s surface is answered (a subclass may record it)."""
+        return surface_call(access.world, access.surface)
+
+    def input_schema(self, name: str) -> Any:
+        """A tool's input schema by name, for any world: gateway meta-tools have fixed names, and
+        direct tools are qualified ``<service>__<tool>`` names of the one registry."""
+        found: Any = GATEWAY_SCHEMAS.get(name)
+        if found is None:
+            entry = self.hub.registry.tools.get(name)
+            found = entry.input_schema if entry is not None else None
+        return found
+
     def _mcp_server(self) -> Server[Any]:
         async def on_list_tools(
             ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
         ) -> types.ListToolsResult:
             access = self._world_of(ctx)
-            return types.ListToolsResult(tools=surface_tools(access.world, access.surface))
+            return paged(surface_tools(access.world, access.surface)).page(params)
 
         async def on_call_tool(
             ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
         ) -> types.CallToolResult:
             access = self._world_of(ctx)
-            call = surface_call(access.world, access.surface)
-            return envelope_result(call(params.name, dict(params.arguments or {})))
+            call = self.call_function(access)
+            envelope: Envelope = await self.runner.run(access.world.id, call, params.name, dict(params.arguments or {}))
+            return envelope_result(envelope)
 
         return Server(
             "compoworld-hub",
             version="1",
-            instructions=DIRECT_INSTRUCTIONS,
+            instructions=self.instructions,
             cache_hints={"tools/list": CacheHint(ttl_ms=LIST_TTL_MS, scope="private")},
+            get_tool_input_schema=self.input_schema,
             on_list_tools=on_list_tools,
             on_call_tool=on_call_tool,
         )
@@ -141,12 +231,19 @@ class HubHTTP:
         access = self.access.get(world_id)
         token = _bearer(request.headers)
         if token is None:
-            response: Response = JSONResponse({"error": "missing bearer token"}, status_code=401)
+            response: Response = _unauthorized("missing bearer token")
         elif access is None:
             response = JSONResponse({"error": f"world {world_id!r} is not open"}, status_code=404)
-        elif not secrets.compare_digest(token, access.token):
-            response = JSONResponse({"error": f"token not valid for world {world_id!r}"}, status_code=403)
+        elif not same_token(token, access.token):
+            response = _forbidden(f"token not valid for world {world_id!r}")
         else:
+            if request.method == "POST":
+                body = await _body(receive)
+                answer = bad_arguments_answer(body)
+                if answer is not None:
+                    await JSONResponse(answer)(scope, receive, send)
+                    return
+                receive = _replay(body, receive)
             await self.mcp_asgi(scope, receive, send)
             return
         await response(scope, receive, send)
@@ -156,9 +253,9 @@ class HubHTTP:
     def _admin_guard(self, request: Request) -> Response | None:
         token = _bearer(request.headers)
         if token is None:
-            return JSONResponse({"error": "missing bearer token"}, status_code=401)
-        if not secrets.compare_digest(token, self.admin_token):
-            return JSONResponse({"error": "admin token required"}, status_code=403)
+            return _unauthorized("missing bearer token")
+        if not same_token(token, self.admin_token):
+            return _forbidden("admin token required")
         return None
 
     def _access(self, request: Request) -> WorldAccess | Response:
@@ -200,6 +297,7 @@ class HubHTTP:
         if request.method == "DELETE":
             world.close()
             del self.access[world.id]
+            self.runner.forget(world.id)
             return JSONResponse({"world_id": world.id, "closed": True})
         if op == "":
             return JSONResponse(self.describe(found, base))

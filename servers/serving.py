@@ -5,6 +5,18 @@ in a dict and hands the arguments to the envelope boundary, and the envelope com
 ``structured_content`` (plus the same JSON as text content for clients that only read text;
 ``is_error`` is set for error envelopes). The hub builds its surfaces on :func:`build_server` too.
 
+What every server here does, on every transport:
+
+- **Listings are paged** (MCP cursor pagination, :class:`Pages`): no page is over
+  :data:`PAGE_BYTES` of JSON, far below the 1 MiB a client's SSE reader accepts in one event.
+  :func:`list_all_tools` is the client side: it follows the cursors.
+- **Calls never wait for a listing**: the tool's input schema (which the HTTP transport checks
+  ``Mcp-Param`` headers against) comes from a dict, not from building ``tools/list``.
+- **Calls run off the event loop** (:class:`CallRunner`): each on a worker thread, one at a time
+  per world (so a world still sees one mutation at a time, in arrival order), under a deadline
+  (:data:`CALL_TIMEOUT_S`, env ``COMPOWORLD_CALL_TIMEOUT``). A slow or hung call holds only its
+  own world; past the deadline its caller gets a 504 envelope.
+
 We use the SDK's low-level ``Server`` rather than FastMCP's decorators because tool construction
 there costs about 1 ms per tool and dispatch grows with the number of mounted providers
 (measured in ../shared/API-NOTES.md); a flat dict keeps one call well under a millisecond.
@@ -12,22 +24,124 @@ there costs about 1 ms per tool and dispatch grows with the number of mounted pr
 
 from __future__ import annotations
 
+import functools
 import json
-import threading
-from collections.abc import Callable, Sequence
+import os
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import anyio
 import mcp_types as types
+from mcp.client.session import ClientSession
 from mcp.server import Server
 from mcp.server.caching import CacheHint
 from mcp.server.context import ServerRequestContext
 from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
 
-from servers.framework import Envelope, Service, ServiceState, Tool
+from servers.framework import Envelope, Service, ServiceState, Tool, error
 
 CallFn = Callable[[str, dict[str, Any]], Envelope]
 LIST_TTL_MS = 3_600_000  # tool lists are fixed for a server's lifetime
+PAGE_BYTES = 256 * 1024
+"""The most JSON one ``tools/list`` page holds (a client's SSE reader takes at most 1 MiB)."""
+CALL_TIMEOUT_S = 60.0
+"""Default deadline of one tool call served over MCP (``COMPOWORLD_CALL_TIMEOUT`` overrides)."""
+INVALID_PARAMS = -32602
+
+
+class Pages:
+    """A fixed tool list cut into pages of at most :data:`PAGE_BYTES` of JSON each."""
+
+    def __init__(self, tools: Sequence[types.Tool], page_bytes: int = PAGE_BYTES) -> None:
+        self.tools = tools  # kept alive: the cache below is keyed by its id
+        pages: list[list[types.Tool]] = [[]]
+        size = 0
+        for tool in tools:
+            length = len(tool.model_dump_json(by_alias=True, exclude_none=True))
+            if pages[-1] and size + length > page_bytes:
+                pages.append([])
+                size = 0
+            pages[-1].append(tool)
+            size += length
+        self.pages = pages
+
+    def page(self, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        """The page a request's cursor points at (the first without one)."""
+        cursor = params.cursor if params is not None else None
+        index = 0
+        if cursor is not None:
+            if not cursor.startswith("p") or not cursor[1:].isdigit() or int(cursor[1:]) >= len(self.pages):
+                raise MCPError(INVALID_PARAMS, f"invalid cursor {cursor!r}; list without a cursor to start over")
+            index = int(cursor[1:])
+        following = f"p{index + 1}" if index + 1 < len(self.pages) else None
+        return types.ListToolsResult(tools=self.pages[index], next_cursor=following)
+
+
+_PAGES: dict[int, Pages] = {}
+
+
+def paged(tools: Sequence[types.Tool]) -> Pages:
+    """The pages of a listing, cut once per listing object (listings are prebuilt and reused)."""
+    found = _PAGES.get(id(tools))
+    if found is None or found.tools is not tools:
+        found = _PAGES[id(tools)] = Pages(tools)
+    return found
+
+
+async def list_all_tools(client: Any) -> list[types.Tool]:
+    """Every tool of a server, following ``tools/list`` cursors (``client`` is an ``mcp.Client``
+    or a ``ClientSession``)."""
+    tools: list[types.Tool] = []
+    cursor: str | None = None
+    session = isinstance(client, ClientSession)  # takes params=; mcp.Client takes cursor=
+    for _ in range(10_000):
+        if cursor is None:
+            page = await client.list_tools()
+        elif session:
+            page = await client.list_tools(params=types.PaginatedRequestParams(cursor=cursor))
+        else:
+            page = await client.list_tools(cursor=cursor)
+        tools.extend(page.tools)
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    return tools
+
+
+class CallRunner:
+    """Runs tool calls off the event loop: on worker threads, one at a time per key (a world), each
+    under a deadline. A call that misses it answers 504; its thread is left to finish, and the
+    next call of the same world waits for it (the world's own lock), never the other worlds."""
+
+    def __init__(self, timeout: float | None = None, threads: int = 64) -> None:
+        env = os.environ.get("COMPOWORLD_CALL_TIMEOUT")
+        self.timeout = timeout if timeout is not None else float(env) if env else CALL_TIMEOUT_S
+        self.threads = threads
+        self._limiter: anyio.CapacityLimiter | None = None
+        self._locks: dict[str, anyio.Lock] = {}
+
+    async def run(self, key: str, call: CallFn, name: str, arguments: dict[str, Any]) -> Envelope:
+        if self._limiter is None:
+            self._limiter = anyio.CapacityLimiter(self.threads)
+        lock = self._locks.get(key)
+        if lock is None:
+            lock = self._locks[key] = anyio.Lock()
+        try:
+            with anyio.fail_after(self.timeout):
+                async with lock:
+                    return await anyio.to_thread.run_sync(
+                        functools.partial(call, name, arguments), abandon_on_cancel=True, limiter=self._limiter
+                    )
+        except TimeoutError:
+            return error(
+                504,
+                f"tool {name!r} did not answer within {self.timeout:g} s; it may still complete, "
+                "so look the state up before calling it again",
+            )
+
+    def forget(self, key: str) -> None:
+        self._locks.pop(key, None)
 
 
 def mcp_tool(tool: Tool, name: str | None = None) -> types.Tool:
@@ -61,26 +175,26 @@ def build_server(
     call: CallFn,
     instructions: str | None = None,
     list_ttl_ms: int = 0,
+    runner: CallRunner | None = None,
 ) -> Server[Any]:
     """A low-level MCP server over a fixed tool list; ``call(name, args)`` returns an envelope.
 
     ``list_ttl_ms`` tells clients (MCP 2026 cache hints) how long they may reuse the tool list:
-    the list never changes while the server lives, so clients need not fetch it again.
+    the list never changes while the server lives, so clients need not fetch it again. Calls go
+    through ``runner`` (a :class:`CallRunner` with the default deadline when not given), as one
+    world: one at a time, in order.
     """
-    listing = types.ListToolsResult(tools=list(tools))
-    # Calls are serialised so that a world sees one mutation at a time even when a transport
-    # runs handlers concurrently (the HTTP transport does).
-    lock = threading.Lock()
+    pages = paged(list(tools))
+    schemas: dict[str, Mapping[str, Any]] = {t.name: t.input_schema for t in tools}
+    runner = runner or CallRunner()
 
     async def on_list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return listing
+        return pages.page(params)
 
     async def on_call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
-        with lock:
-            envelope = call(params.name, dict(params.arguments or {}))
-        return envelope_result(envelope)
+        return envelope_result(await runner.run("", call, params.name, dict(params.arguments or {})))
 
     hints = {"tools/list": CacheHint(ttl_ms=list_ttl_ms, scope="private")} if list_ttl_ms else None
     return Server(
@@ -88,6 +202,7 @@ def build_server(
         version=version,
         instructions=instructions,
         cache_hints=hints,  # type: ignore[arg-type]
+        get_tool_input_schema=schemas.get,
         on_list_tools=on_list_tools,
         on_call_tool=on_call_tool,
     )
