@@ -168,25 +168,59 @@ def export_sft_cmd(
 @eval_app.command("serve")
 def eval_serve(
     task_id: Annotated[str, typer.Option("--task", help="Task id.")],
-    tasks: Annotated[Path, typer.Option("--tasks", help="Tasks JSONL.")] = Path("tasks.jsonl"),
+    tasks: Annotated[
+        Path | None,
+        typer.Option(help="Tasks JSONL (default: the task the session records, else ./tasks.jsonl)."),
+    ] = None,
     surface: Annotated[SurfaceOpt, typer.Option(help="direct or gateway.")] = SurfaceOpt.gateway,
     transport: Annotated[TransportOpt, typer.Option(help="stdio or http.")] = TransportOpt.stdio,
-    session: Annotated[Path | None, typer.Option(help="Session folder (default runs/sessions/<task>).")] = None,
+    session: Annotated[
+        Path | None, typer.Option(help="Session folder, where the agent works (default runs/sessions/<task>).")
+    ] = None,
+    fresh: Annotated[
+        bool, typer.Option("--fresh", help="Start the session over; its recording moves to the store's archive.")
+    ] = False,
+    print_config: Annotated[
+        bool, typer.Option("--print-config", help="Record the task, print the client configs and exit.")
+    ] = False,
+    host: Annotated[str, typer.Option(help="HTTP host to bind.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="HTTP port.")] = 8780,
-    token: Annotated[str | None, typer.Option(help="Bearer token for HTTP (default random).")] = None,
+    token: Annotated[
+        str | None, typer.Option(help="Bearer token for HTTP (default: the session's, else random).")
+    ] = None,
+    no_worldmodel: Annotated[
+        bool, typer.Option("--no-worldmodel", help="Do not mount the simulated services.")
+    ] = False,
+    resume: Annotated[bool, typer.Option("--resume", hidden=True)] = False,  # the default; older configs pass it
 ) -> None:
-    """Serve a task's world to an external MCP client, recording every call it makes."""
-    from harness.external import load_task, serve
+    """Serve a task's world to an external MCP client, recording every call it makes. A restarted
+    server continues the session; the task's rubric, plan and expected report stay in the session
+    store ($COMPOWORLD_SESSION_STORE, else ~/.cache/compoworld/sessions), out of the agent's folder."""
+    from harness.external import SessionError, client_config, find_task, prepare_session, serve
 
-    task = load_task(tasks, task_id)
-    serve(
-        task,
-        session or Path("runs/sessions") / task_id,
-        surface.value,
-        transport.value,
-        port=port,
-        token=token,
-    )
+    if fresh and resume:
+        raise _fail("--fresh and --resume exclude each other")
+    folder = session or Path("runs/sessions") / task_id
+    try:
+        task = find_task(task_id, folder, tasks)
+        worldmodel = not no_worldmodel
+        if print_config:
+            meta = prepare_session(task, folder, surface.value, transport.value, worldmodel, fresh, token)
+            typer.echo(
+                client_config(task, folder, surface.value, transport.value, host, port, meta["token"], worldmodel)
+            )
+            return
+        serve(task, folder, surface.value, transport.value, host, port, token, worldmodel, fresh)
+    except SessionError as exc:
+        raise _fail(str(exc)) from None
+    except KeyboardInterrupt:
+        raise typer.Exit(130) from None
+
+
+def _fail(message: str) -> typer.Exit:
+    """One line on stderr and the exit (status 2) to raise: no traceback for a mistake a person can fix."""
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(2)
 
 
 @eval_app.command("score")
@@ -198,11 +232,20 @@ def eval_score(
     report: Annotated[str | None, typer.Option(help="The client's final report as JSON.")] = None,
     rollout: Annotated[int, typer.Option(help="Rollout number (several sessions of one task).")] = 0,
 ) -> None:
-    """Score a recorded client session into the run store."""
-    from harness.external import score
+    """Score a recorded client session (found in the session store) into the run store."""
+    from harness.external import SessionError, score
     from harness.store import RunStore
 
-    trajectory = score(session, RunStore(store), run_name, agent, json.loads(report) if report else None, rollout)
+    try:
+        answer = json.loads(report) if report else None
+    except ValueError as exc:
+        raise _fail(f"--report is not JSON: {exc}") from None
+    if answer is not None and not isinstance(answer, dict):
+        raise _fail("--report must be a JSON object")
+    try:
+        trajectory = score(session, RunStore(store), run_name, agent, answer, rollout)
+    except SessionError as exc:
+        raise _fail(str(exc)) from None
     console.print(
         f"score {trajectory.score:.3f}  net {trajectory.net_score:.3f}  "
         f"{len(trajectory.tool_calls)} calls  stored in run {run_name!r}"

@@ -1,17 +1,16 @@
 """Evaluating an external MCP client (Claude Desktop, Claude Code, MCP Inspector, any client).
 
-``serve`` opens one task's world and serves it over stdio or streamable HTTP; a person (or any
-agent we do not drive) works the task through their own client. Every call is recorded into a
-session directory *as it happens*, so the session survives the server being killed:
-
-- ``task.json``: the task, on one line (it doubles as a one-task tasks file for ``--tasks``);
-- ``session.json``: surface, transport, world model flag and start time;
-- ``calls.jsonl``: one :class:`~harness.trajectory.ToolCall` per call the client made (gateway
-  meta-calls included), appended and flushed after each call;
-- ``world.json``: the world snapshot, replaced atomically after every call that changed state.
-
-``score`` rebuilds the final world from ``world.json`` over the task's seeded start, scores it
-against the rubric and stores the episode (``path="external"``) in a run store.
+``serve`` opens one task's world and serves it over stdio or streamable HTTP; a person (or an agent
+we do not drive) works the task through their own client. Every call is recorded as it happens, so
+a killed server loses nothing and a restarted one continues the session (``fresh`` archives it and
+starts over). The evaluated agent runs where the session directory is, so it gets only what the
+agent may see — ``session.json`` (task and world id, surface, transport, start, instruction) and
+``calls.jsonl`` (name, arguments, envelope per call). The answer key lives in the **session store**
+(``$COMPOWORLD_SESSION_STORE``, else ``$XDG_CACHE_HOME`` or ``~/.cache`` + ``/compoworld/sessions``),
+one folder per session path: ``task.json``, ``session.json`` (all settings), ``calls.jsonl`` (each
+:class:`~harness.trajectory.ToolCall` with its diff, flushed per call), ``world.json`` (replaced
+atomically after each change), a ``lock`` held while serving, and ``archive/<time>/``. ``score``
+restores the final world over the task's seeded start, scores it and stores the episode.
 
     python -m harness.external serve --tasks tasks.jsonl --task t5-00000 --session runs/s1
     python -m harness.external score --session runs/s1 --store runs/store.db --report '{"amount": 12}'
@@ -20,8 +19,10 @@ against the rubric and stores the episode (``path="external"``) in a run store.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
+import re
 import secrets
 import shlex
 import shutil
@@ -31,16 +32,11 @@ import time
 from pathlib import Path
 from typing import Any, Literal
 
-import mcp_types as types
-from mcp.server import Server
-from mcp.server.caching import CacheHint
-from mcp.server.context import ServerRequestContext
-
 from harness.agents import HOUSE_RULES
 from harness.store import RunStore
 from harness.trajectory import Surface, ToolCall, Trajectory
 from hub.core import Hub
-from hub.http import HubHTTP
+from hub.http import HubHTTP, WorldAccess
 from hub.middleware import Recorder
 from hub.surfaces import (
     DIRECT_INSTRUCTIONS,
@@ -51,16 +47,24 @@ from hub.surfaces import (
 )
 from hub.world import World
 from servers.framework import Envelope
-from servers.serving import LIST_TTL_MS, build_server, envelope_result, serve_stdio
+from servers.serving import LIST_TTL_MS, CallFn, build_server, serve_stdio
 from taskgen.generate import default_hub
 from taskgen.task import Task, read_jsonl
 
 Transport = Literal["stdio", "http"]
 
+STORE_ENV = "COMPOWORLD_SESSION_STORE"
 TASK_FILE = "task.json"
 META_FILE = "session.json"
 CALLS_FILE = "calls.jsonl"
 WORLD_FILE = "world.json"
+LOCK_FILE = "lock"
+ARCHIVE_DIR = "archive"
+FRESH_HINT = "pass --fresh to start it over (its recording is archived) or use another --session"
+
+
+class SessionError(Exception):
+    """A task or session that cannot be served or scored as asked; the message is one line for a person."""
 
 
 def episode_instructions(surface: str) -> str:
@@ -71,13 +75,19 @@ def episode_instructions(surface: str) -> str:
 
 def load_task(tasks_file: Path, task_id: str) -> Task:
     """The task ``task_id`` of a JSONL tasks file."""
+    if not tasks_file.is_file():
+        raise SessionError(f"no tasks file {str(tasks_file)!r}")
     seen: list[str] = []
-    for task in read_jsonl(tasks_file):
-        if task.id == task_id:
-            return task
-        seen.append(task.id)
+    try:
+        for task in read_jsonl(tasks_file):
+            if task.id == task_id:
+                return task
+            seen.append(task.id)
+    except (OSError, ValueError) as exc:
+        reason = (str(exc).splitlines() or [type(exc).__name__])[0]
+        raise SessionError(f"cannot read tasks file {str(tasks_file)!r}: {reason}") from exc
     shown = ", ".join(seen[:10]) + (", …" if len(seen) > 10 else "")
-    raise KeyError(f"no task {task_id!r} in {str(tasks_file)!r} (it has {len(seen)}: {shown})")
+    raise SessionError(f"no task {task_id!r} in {str(tasks_file)!r} (it has {len(seen)}: {shown})")
 
 
 def read_calls(path: Path) -> list[ToolCall]:
@@ -107,23 +117,212 @@ def _write_atomic(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+def _agent_view(call: ToolCall) -> str:
+    """A call as the agent saw it: no service behind it, no diff."""
+    seen = {"index": call.index, "name": call.name, "arguments": call.arguments, "envelope": call.envelope}
+    return json.dumps(seen, ensure_ascii=False) + "\n"
+
+
+def store_root() -> Path:
+    """Where session stores live: ``$COMPOWORLD_SESSION_STORE``, else the user's cache folder."""
+    override = os.environ.get(STORE_ENV)
+    if override:
+        return Path(override).expanduser().resolve()
+    cache = os.environ.get("XDG_CACHE_HOME", "")
+    return ((Path(cache) if os.path.isabs(cache) else Path.home() / ".cache") / "compoworld" / "sessions").resolve()
+
+
+def session_store(session_dir: Path) -> Path:
+    """The store folder of a session directory: named after it and keyed by its absolute path."""
+    where = session_dir.resolve()
+    key = hashlib.sha256(str(where).encode()).hexdigest()[:16]
+    store = store_root() / f"{re.sub(r'[^A-Za-z0-9_.-]+', '_', where.name)[:48]}-{key}"
+    if store.is_relative_to(where):
+        raise SessionError(f"the session store {str(store)!r} lies inside the session directory; set ${STORE_ENV}")
+    return store
+
+
+def _archive_dir(store: Path, suffix: str = "") -> Path:
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + suffix
+    target, n = store / ARCHIVE_DIR / stamp, 1
+    while target.exists():
+        n += 1
+        target = store / ARCHIVE_DIR / f"{stamp}-{n}"
+    return target
+
+
+def _migrate_legacy(session_dir: Path, store: Path) -> None:
+    """Sessions recorded before the answer key moved out kept it in the session directory: move their
+    files into the store (or into its archive, when the store already records a session)."""
+    if not (session_dir / TASK_FILE).is_file():
+        return
+    target = _archive_dir(store, "-legacy") if (store / TASK_FILE).exists() else store
+    target.mkdir(parents=True, exist_ok=True)
+    for name in (TASK_FILE, META_FILE, CALLS_FILE, WORLD_FILE):
+        if (session_dir / name).exists():
+            shutil.move(session_dir / name, target / name)
+
+
+def _archive(session_dir: Path, store: Path) -> Path | None:
+    """Move a recorded session (the store's files and the agent's view) into ``archive/<time>/``.
+    The archive stays in the store: an agent starting over must not read the earlier attempt."""
+    recorded = [store / name for name in (TASK_FILE, META_FILE, CALLS_FILE, WORLD_FILE) if (store / name).exists()]
+    viewed = [session_dir / name for name in (META_FILE, CALLS_FILE) if (session_dir / name).exists()]
+    if not recorded and not viewed:
+        return None
+    target = _archive_dir(store)
+    (target / "agent-view").mkdir(parents=True)
+    for path in recorded:
+        shutil.move(path, target / path.name)
+    for path in viewed:
+        shutil.move(path, target / "agent-view" / path.name)
+    return target
+
+
+class _StoreLock:
+    """One server per session at a time; the OS releases the lock of a killed server."""
+
+    def __init__(self, store: Path, session_dir: Path) -> None:
+        self._handle = open(store / LOCK_FILE, "a+", encoding="utf-8")  # noqa: SIM115 - held while serving
+        if sys.platform != "win32":
+            import fcntl
+
+            try:
+                fcntl.flock(self._handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                self._handle.seek(0)
+                holder = self._handle.read().strip() or "?"
+                self._handle.close()
+                raise SessionError(
+                    f"session {str(session_dir)!r} is being served by another process (pid {holder}); stop it first"
+                ) from None
+        self._handle.truncate(0)
+        self._handle.write(str(os.getpid()))
+        self._handle.flush()
+
+    def release(self) -> None:
+        self._handle.close()
+
+
+def _mismatch(recorded: Task, meta: dict[str, Any], task: Task, surface: str, worldmodel: bool) -> str | None:
+    if recorded.id != task.id:
+        return f"records task {recorded.id!r}, not {task.id!r}"
+    if recorded.model_dump(mode="json") != task.model_dump(mode="json"):
+        return f"records another version of task {task.id!r}"
+    if meta.get("surface") != surface:
+        return f"was recorded on the {meta.get('surface')!r} surface, not {surface!r}"
+    if bool(meta.get("worldmodel", True)) != worldmodel:
+        return "was recorded " + ("without" if worldmodel else "with") + " the world model"
+    return None
+
+
+def _prepare(
+    task: Task,
+    session_dir: Path,
+    store: Path,
+    surface: Surface,
+    transport: Transport,
+    worldmodel: bool,
+    fresh: bool,
+    token: str | None,
+) -> tuple[list[ToolCall], Any, dict[str, Any]]:
+    """Continue the session ``store`` records (or archive it first, with ``fresh``); write the task and
+    settings to the store and the agent's view to the session directory. Returns the recorded calls,
+    the recorded world snapshot (None: the seeded start) and the settings."""
+    _migrate_legacy(session_dir, store)
+    if fresh and (archived := _archive(session_dir, store)):
+        print(f"session {str(session_dir)!r} starts over; its recording is in {str(archived)!r}", file=sys.stderr)
+    meta: dict[str, Any] = {}
+    if (store / TASK_FILE).exists():
+        recorded = Task.model_validate_json((store / TASK_FILE).read_text(encoding="utf-8"))
+        meta = json.loads((store / META_FILE).read_text(encoding="utf-8"))
+        problem = _mismatch(recorded, meta, task, surface, worldmodel)
+        if problem:
+            raise SessionError(f"session {str(session_dir)!r} {problem}; {FRESH_HINT}")
+    calls = read_calls(store / CALLS_FILE)
+    world_file = store / WORLD_FILE
+    snapshot = json.loads(world_file.read_text(encoding="utf-8")) if meta and world_file.exists() else None
+    if transport == "http":
+        token = token or meta.get("token") or secrets.token_urlsafe(24)
+    settings = {
+        "task_id": task.id,
+        "world_id": task.id,
+        "surface": surface,
+        "transport": transport,
+        "worldmodel": worldmodel,
+        "started_at": meta.get("started_at", time.time()),
+        "session": str(session_dir.resolve()),
+        "token": token or meta.get("token"),
+    }
+    _write_atomic(store / TASK_FILE, task.model_dump_json() + "\n")
+    _write_atomic(store / META_FILE, json.dumps(settings, indent=2) + "\n")
+    # Rewriting the calls drops a line a kill cut short, so appended lines stay whole; the agent's
+    # view is rebuilt from the store, which is what is scored.
+    _write_atomic(store / CALLS_FILE, "".join(c.model_dump_json() + "\n" for c in calls))
+    view = {key: settings[key] for key in ("task_id", "world_id", "surface", "transport", "started_at")}
+    view["instruction"] = task.instruction
+    _write_atomic(session_dir / META_FILE, json.dumps(view, indent=2, ensure_ascii=False) + "\n")
+    _write_atomic(session_dir / CALLS_FILE, "".join(_agent_view(c) for c in calls))
+    return calls, snapshot, settings
+
+
+def _open_store(session_dir: Path) -> tuple[Path, _StoreLock]:
+    session_dir.mkdir(parents=True, exist_ok=True)
+    store = session_store(session_dir)
+    store.mkdir(parents=True, exist_ok=True)
+    return store, _StoreLock(store, session_dir)
+
+
+def find_task(task_id: str, session_dir: Path, tasks_file: Path | None = None) -> Task:
+    """The task to serve: from ``tasks_file`` when given, else the one the session's store records,
+    else from ``tasks.jsonl`` in the current folder."""
+    if tasks_file is None:
+        store = session_store(session_dir)
+        _migrate_legacy(session_dir, store)
+        if (store / TASK_FILE).exists():
+            recorded = Task.model_validate_json((store / TASK_FILE).read_text(encoding="utf-8"))
+            if recorded.id != task_id:
+                raise SessionError(f"session {str(session_dir)!r} records task {recorded.id!r}, not {task_id!r}")
+            return recorded
+        tasks_file = Path("tasks.jsonl")
+        if not tasks_file.is_file():
+            raise SessionError(
+                f"session {str(session_dir)!r} records no task and there is no ./tasks.jsonl: pass --tasks"
+            )
+    return load_task(tasks_file, task_id)
+
+
 class Session:
     """One external client's session: a recording wrapper around the world's surface call."""
 
-    def __init__(self, task: Task, world: World, surface: Surface, session_dir: Path, first_index: int = 0) -> None:
+    def __init__(
+        self,
+        task: Task,
+        world: World,
+        surface: Surface,
+        session_dir: Path,
+        store: Path,
+        meta: dict[str, Any],
+        owner: _StoreLock | None = None,
+        first_index: int = 0,
+    ) -> None:
         self.task = task
         self.world = world
         self.surface = surface
         self.dir = session_dir
+        self.store = store
+        self.meta = meta
         self.recorder = Recorder()
         world.use(self.recorder)
         self._call = surface_call(world, surface)
         self._next = first_index
         self._lock = threading.Lock()
-        self._calls = open(session_dir / CALLS_FILE, "a", encoding="utf-8")  # noqa: SIM115 - lives with the session
+        self._owner = owner
+        self._calls = open(store / CALLS_FILE, "a", encoding="utf-8")  # noqa: SIM115 - lives with the session
+        self._view = open(session_dir / CALLS_FILE, "a", encoding="utf-8")  # noqa: SIM115 - lives with the session
 
     def save_world(self) -> None:
-        _write_atomic(self.dir / WORLD_FILE, json.dumps(self.world.snapshot(), ensure_ascii=False))
+        _write_atomic(self.store / WORLD_FILE, json.dumps(self.world.snapshot(), ensure_ascii=False))
 
     def call(self, name: str, arguments: dict[str, Any]) -> Envelope:
         """Call ``name`` on the surface and record it before the client sees the answer."""
@@ -147,17 +346,22 @@ class Session:
                 diff=inner.diff if inner else None,
             )
             self._next += 1
-            # The world goes first: a kill between the two leaves the effect scored, never a
-            # recorded call whose effect is missing.
+            # The world goes first: a kill between the writes leaves the effect scored, never a
+            # recorded call whose effect is missing (and the agent's view is rebuilt on restart).
             if record.diff:
                 self.save_world()
             self._calls.write(record.model_dump_json() + "\n")
             self._calls.flush()
+            self._view.write(_agent_view(record))
+            self._view.flush()
             return envelope
 
     def close(self) -> None:
         self._calls.close()
+        self._view.close()
         self.world.close()
+        if self._owner is not None:
+            self._owner.release()
 
 
 def open_session(
@@ -166,85 +370,68 @@ def open_session(
     surface: Surface = "direct",
     transport: Transport = "stdio",
     worldmodel: bool = True,
-    resume: bool = False,
+    fresh: bool = False,
     hub: Hub | None = None,
+    token: str | None = None,
 ) -> Session:
-    """Open the task's world and its session directory (continuing a recorded one with ``resume``)."""
-    session_dir.mkdir(parents=True, exist_ok=True)
-    previous = read_calls(session_dir / CALLS_FILE)
-    started = time.time()
-    snapshot = None
-    if resume and (session_dir / WORLD_FILE).exists():
-        recorded = Task.model_validate_json((session_dir / TASK_FILE).read_text(encoding="utf-8"))
-        if recorded.id != task.id:
-            raise ValueError(f"session {str(session_dir)!r} records task {recorded.id!r}, not {task.id!r}")
-        meta = json.loads((session_dir / META_FILE).read_text(encoding="utf-8"))
-        if meta.get("surface", surface) != surface:
-            raise ValueError(f"session {str(session_dir)!r} was recorded on the {meta['surface']!r} surface")
-        started = meta.get("started_at", started)
-        snapshot = json.loads((session_dir / WORLD_FILE).read_text(encoding="utf-8"))
-    elif previous:
-        raise FileExistsError(
-            f"session {str(session_dir)!r} already records {len(previous)} call(s); "
-            "pass resume to continue it, or use a new session directory"
-        )
-    hub = hub or default_hub(worldmodel=worldmodel)
-    world = hub.open_world(services=task.mounted, seed=task.seed, world_id=task.id)
-    if snapshot is not None:
-        world.restore(snapshot)
-    # Rewriting the calls drops a line a kill cut short, so appended lines stay whole.
-    _write_atomic(session_dir / CALLS_FILE, "".join(c.model_dump_json() + "\n" for c in previous))
-    _write_atomic(session_dir / TASK_FILE, task.model_dump_json() + "\n")
-    meta = {
-        "task_id": task.id,
-        "surface": surface,
-        "transport": transport,
-        "worldmodel": worldmodel,
-        "world_id": world.id,
-        "started_at": started,
-    }
-    _write_atomic(session_dir / META_FILE, json.dumps(meta, indent=2) + "\n")
-    session = Session(task, world, surface, session_dir, first_index=len(previous))
+    """Open the task's world and its session. A recorded session continues: its world and calls are
+    restored. ``fresh`` archives the recording and starts from the task's seeded world."""
+    store, owner = _open_store(session_dir)
+    try:
+        calls, snapshot, meta = _prepare(task, session_dir, store, surface, transport, worldmodel, fresh, token)
+        hub = hub or default_hub(worldmodel=worldmodel)
+        world = hub.open_world(services=task.mounted, seed=task.seed, world_id=task.id)
+        if snapshot is not None:
+            world.restore(snapshot)
+    except BaseException:
+        owner.release()
+        raise
+    session = Session(task, world, surface, session_dir, store, meta, owner, first_index=len(calls))
     session.save_world()
     return session
+
+
+def prepare_session(
+    task: Task,
+    session_dir: Path,
+    surface: Surface = "direct",
+    transport: Transport = "stdio",
+    worldmodel: bool = True,
+    fresh: bool = False,
+    token: str | None = None,
+) -> dict[str, Any]:
+    """Record the task for ``session_dir`` as :func:`open_session` would, without opening the world
+    (for printing a client's config before the client starts the server); returns the settings."""
+    store, owner = _open_store(session_dir)
+    try:
+        return _prepare(task, session_dir, store, surface, transport, worldmodel, fresh, token)[2]
+    finally:
+        owner.release()
 
 
 class RecordingHubHTTP(HubHTTP):
     """The hub's HTTP front whose agent calls to the session's world go through the session."""
 
     def __init__(self, hub: Hub, session: Session, admin_token: str | None = None, host: str = "127.0.0.1") -> None:
-        self.session = session  # set first: the parent's __init__ builds the MCP server
-        super().__init__(hub, admin_token, host)
+        self.session = session
+        super().__init__(hub, admin_token, host, instructions=episode_instructions(session.surface))
 
-    def _mcp_server(self) -> Server[Any]:
-        async def on_list_tools(
-            ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
-        ) -> types.ListToolsResult:
-            access = self._world_of(ctx)
-            return types.ListToolsResult(tools=surface_tools(access.world, access.surface))
-
-        async def on_call_tool(
-            ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
-        ) -> types.CallToolResult:
-            access = self._world_of(ctx)
-            recorded = access.world is self.session.world and access.surface == self.session.surface
-            call = self.session.call if recorded else surface_call(access.world, access.surface)
-            return envelope_result(call(params.name, dict(params.arguments or {})))
-
-        return Server(
-            "compoworld-hub",
-            version="1",
-            instructions=episode_instructions(self.session.surface),
-            cache_hints={"tools/list": CacheHint(ttl_ms=LIST_TTL_MS, scope="private")},
-            on_list_tools=on_list_tools,
-            on_call_tool=on_call_tool,
-        )
+    def call_function(self, access: WorldAccess) -> CallFn:
+        recorded = access.world is self.session.world and access.surface == self.session.surface
+        return self.session.call if recorded else super().call_function(access)
 
 
 def _compoworld_command() -> str:
     """The ``compoworld`` executable beside this Python (clients do not inherit our venv)."""
     beside = Path(sys.executable).parent / "compoworld"
     return str(beside) if beside.exists() else shutil.which("compoworld") or "compoworld"
+
+
+def _store_env() -> dict[str, str]:
+    """The environment a client must give the server so that it finds this store: clients start stdio
+    servers with a minimal environment (HOME, PATH), where only the default store is found."""
+    root = store_root()
+    return {} if root == (Path.home() / ".cache" / "compoworld" / "sessions").resolve() else {STORE_ENV: str(root)}
 
 
 def client_config(
@@ -255,23 +442,26 @@ def client_config(
     host: str = "127.0.0.1",
     port: int = 8780,
     token: str | None = None,
-    tasks_file: Path | None = None,
+    worldmodel: bool = True,
 ) -> str:
-    """What to tell the person at the client: the instruction and how to connect their client."""
+    """What to tell the person at the client: the instruction and how to connect their client. The
+    stdio command names the session only: its task comes from the store, so the client's config
+    holds no path to the answer key."""
     name = f"compoworld-{task.id}"
     lines = [f"Task {task.id} ({surface} surface). Give your client this instruction:", "", task.instruction, ""]
     if transport == "stdio":
-        tasks = (tasks_file or session_dir / TASK_FILE).resolve()
-        args = ["eval", "serve", "--tasks", str(tasks), "--task", task.id, "--session", str(session_dir.resolve())]
-        args += ["--surface", surface, "--resume"]
+        args = ["eval", "serve", "--task", task.id, "--session", str(session_dir.resolve()), "--surface", surface]
+        args += [] if worldmodel else ["--no-worldmodel"]
         command = _compoworld_command()
-        snippet: dict[str, Any] = {"mcpServers": {name: {"command": command, "args": args}}}
+        env = _store_env()
+        server: dict[str, Any] = {"command": command, "args": args} | ({"env": env} if env else {})
+        flags = [flag for key, value in env.items() for flag in ("--env", f"{key}={value}")]
         lines += [
             "Claude Desktop (claude_desktop_config.json):",
-            json.dumps(snippet, indent=2),
+            json.dumps({"mcpServers": {name: server}}, indent=2),
             "",
             "Claude Code:",
-            f"  claude mcp add {name} -- {shlex.join([command, *args])}",
+            f"  claude mcp add {shlex.join([name, *flags, '--', command, *args])}",
         ]
     else:
         url = f"http://{host}:{port}/worlds/{task.id}/mcp"
@@ -287,7 +477,13 @@ def client_config(
             "Clients that read an mcpServers file (.mcp.json):",
             json.dumps(snippet, indent=2),
         ]
-    lines += ["", f"Every call is recorded in {session_dir}; score it with `compoworld eval score`."]
+    lines += [
+        "",
+        f"Calls are recorded as the agent saw them in {session_dir}, and with the task and the world in",
+        f"{session_store(session_dir)} (outside the agent's folder). A restarted server continues the",
+        "session; `--fresh` starts it over and archives the old recording.",
+        f"Score it with: compoworld eval score --session {shlex.quote(str(session_dir))}",
+    ]
     if task.expected_report:
         fields = ", ".join(repr(f) for f in task.expected_report)
         lines.append(f"The task asks for a report ({fields}): pass the client's answer to score as --report JSON.")
@@ -303,15 +499,15 @@ def serve(
     port: int = 8780,
     token: str | None = None,
     worldmodel: bool = True,
-    resume: bool = False,
-    tasks_file: Path | None = None,
+    fresh: bool = False,
 ) -> None:
-    """Serve the task's world to an external client, recording the session into ``session_dir``."""
-    session = open_session(task, session_dir, surface, transport, worldmodel, resume)
+    """Serve the task's world to an external client, recording the session (see the module docstring);
+    a recorded session continues unless ``fresh``. HTTP keeps the session's token across restarts."""
+    session = open_session(task, session_dir, surface, transport, worldmodel, fresh, token=token)
     world = session.world
     try:
         if transport == "stdio":
-            print(client_config(task, session_dir, surface, "stdio", tasks_file=tasks_file), file=sys.stderr)
+            print(client_config(task, session_dir, surface, "stdio", worldmodel=worldmodel), file=sys.stderr)
             instructions = episode_instructions(surface)
             tools = surface_tools(world, surface)
             serve_stdio(build_server(f"compoworld-{task.id}", "1", tools, session.call, instructions, LIST_TTL_MS))
@@ -319,8 +515,8 @@ def serve(
         import uvicorn
 
         front = RecordingHubHTTP(world.hub, session, host=host)
-        access = front.add_world(world, surface, token or secrets.token_urlsafe(24))
-        print(client_config(task, session_dir, surface, "http", host, port, access.token), file=sys.stderr)
+        access = front.add_world(world, surface, session.meta["token"])
+        print(client_config(task, session_dir, surface, "http", host, port, access.token, worldmodel), file=sys.stderr)
         uvicorn.run(front.app(), host=host, port=port, log_level="warning")
     finally:
         session.close()
@@ -335,21 +531,30 @@ def score(
     rollout: int = 0,
 ) -> Trajectory:
     """Score a recorded session against its task's rubric and store it as an episode."""
-    task = Task.model_validate_json((session_dir / TASK_FILE).read_text(encoding="utf-8"))
-    meta = json.loads((session_dir / META_FILE).read_text(encoding="utf-8"))
-    snapshot = json.loads((session_dir / WORLD_FILE).read_text(encoding="utf-8"))
-    calls = read_calls(session_dir / CALLS_FILE)
+    kept = session_store(session_dir)
+    _migrate_legacy(session_dir, kept)
+    if not (kept / TASK_FILE).exists():
+        raise SessionError(
+            f"no recorded session for {str(session_dir)!r} in the session store {str(store_root())!r} "
+            f"(served with another ${STORE_ENV}?)"
+        )
+    task = Task.model_validate_json((kept / TASK_FILE).read_text(encoding="utf-8"))
+    meta = json.loads((kept / META_FILE).read_text(encoding="utf-8"))
+    world_file = kept / WORLD_FILE
+    snapshot = json.loads(world_file.read_text(encoding="utf-8")) if world_file.exists() else None
+    calls = read_calls(kept / CALLS_FILE)
     hub = default_hub(worldmodel=bool(meta.get("worldmodel", True)))
     # Seeded start + restored end: the rubric compares against the task's initial world.
     world = hub.open_world(services=task.mounted, seed=task.seed)
     try:
-        world.restore(snapshot)
+        if snapshot is not None:
+            world.restore(snapshot)
         scored = world.score(task.rubric, report=report or {})
         final_hash = world.hash()
     finally:
         world.close()
     started = float(meta.get("started_at", 0.0))
-    ended = max((session_dir / name).stat().st_mtime for name in (CALLS_FILE, WORLD_FILE))
+    ended = max((p.stat().st_mtime for p in (kept / CALLS_FILE, world_file) if p.exists()), default=started)
     trajectory = Trajectory(
         task_id=task.id,
         agent=agent,
@@ -378,16 +583,17 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m harness.external", description=(__doc__ or "").split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     srv = commands.add_parser("serve", help="Serve one task's world to an external MCP client, recording it.")
-    srv.add_argument("--tasks", type=Path, required=True, help="JSONL tasks file.")
+    srv.add_argument("--tasks", type=Path, default=None, help="JSONL tasks file (default: the session's task).")
     srv.add_argument("--task", required=True, help="Task id.")
     srv.add_argument("--session", type=Path, required=True, help="Session directory to record into.")
     srv.add_argument("--surface", choices=["direct", "gateway"], default="direct")
     srv.add_argument("--transport", choices=["stdio", "http"], default="stdio")
     srv.add_argument("--host", default="127.0.0.1")
     srv.add_argument("--port", type=int, default=8780)
-    srv.add_argument("--token", default=None, help="Bearer token for HTTP (default: random).")
+    srv.add_argument("--token", default=None, help="Bearer token for HTTP (default: the session's, else random).")
     srv.add_argument("--no-worldmodel", action="store_true", help="Do not mount the simulated services.")
-    srv.add_argument("--resume", action="store_true", help="Continue the session recorded in --session.")
+    srv.add_argument("--fresh", action="store_true", help="Start over; the recorded session is archived.")
+    srv.add_argument("--resume", action="store_true", help=argparse.SUPPRESS)  # the default; old configs pass it
     sc = commands.add_parser("score", help="Score a recorded session and store it as an episode.")
     sc.add_argument("--session", type=Path, required=True)
     sc.add_argument("--store", type=Path, required=True, help="SQLite run store.")
@@ -396,25 +602,29 @@ def main(argv: list[str] | None = None) -> None:
     sc.add_argument("--report", default=None, help="The client's answer as a JSON object.")
     sc.add_argument("--rollout", type=int, default=0)
     args = parser.parse_args(argv)
-    if args.command == "serve":
-        task = load_task(args.tasks, args.task)
-        serve(
-            task,
-            args.session,
-            args.surface,
-            args.transport,
-            args.host,
-            args.port,
-            args.token,
-            worldmodel=not args.no_worldmodel,
-            resume=args.resume,
-            tasks_file=args.tasks,
-        )
-        return
-    report = json.loads(args.report) if args.report else None
-    if report is not None and not isinstance(report, dict):
-        parser.error("--report must be a JSON object")
-    trajectory = score(args.session, RunStore(args.store), args.run, args.agent, report, args.rollout)
+    try:
+        if args.command == "serve":
+            if args.fresh and args.resume:
+                parser.error("--fresh and --resume exclude each other")
+            task = find_task(args.task, args.session, args.tasks)
+            serve(
+                task,
+                args.session,
+                args.surface,
+                args.transport,
+                args.host,
+                args.port,
+                args.token,
+                worldmodel=not args.no_worldmodel,
+                fresh=args.fresh,
+            )
+            return
+        report = json.loads(args.report) if args.report else None
+        if report is not None and not isinstance(report, dict):
+            parser.error("--report must be a JSON object")
+        trajectory = score(args.session, RunStore(args.store), args.run, args.agent, report, args.rollout)
+    except SessionError as exc:
+        parser.exit(2, f"error: {exc}\n")
     summary = {"task_id": trajectory.task_id, "score": trajectory.score, "net_score": trajectory.net_score}
     print(json.dumps({**summary, "success": trajectory.success, "calls": len(trajectory.tool_calls)}))
 
