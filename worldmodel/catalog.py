@@ -19,15 +19,20 @@ def make_backend(
     base_url: str | None = None,
     cache_path: str | Path | None = None,
     attempts: int = 3,
+    timeout_s: float | None = None,
 ) -> Backend:
-    """The ``rules`` backend, or the ``llm`` one for ``model`` at ``base_url`` (OpenAI-compatible)."""
+    """The ``rules`` backend, or the ``llm`` one for ``model`` at ``base_url`` (OpenAI-compatible).
+
+    ``timeout_s`` bounds each request to the model endpoint (default ``$COMPOWORLD_WORLDMODEL_TIMEOUT``,
+    else 60 s; see :mod:`worldmodel.llm`). An invalid value is a ``ValueError``, like a missing model.
+    """
     if kind == "rules":
         return RulesBackend()
     if not model:
         raise ValueError("the llm backend needs a model name (--model)")
     from worldmodel.llm import LLMBackend
 
-    return LLMBackend(model, base_url=base_url, cache_path=cache_path, attempts=attempts)
+    return LLMBackend(model, base_url=base_url, cache_path=cache_path, attempts=attempts, timeout_s=timeout_s)
 
 
 def simulated_services(

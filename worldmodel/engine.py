@@ -94,6 +94,50 @@ def schema_errors(validator: jsonschema.Draft202012Validator, value: Any, noun: 
     return list(dict.fromkeys(out))  # jsonschema reports 'required' once per missing key
 
 
+MAX_DEPTH = 64
+"""How deeply arguments may nest (objects in arrays in objects…); no tool spec needs more."""
+
+
+def argument_problem(arguments: dict[str, Any]) -> str | None:
+    """What makes ``arguments`` unusable whatever the schema says, naming the field (None if nothing).
+
+    Text that is not valid Unicode — a lone surrogate (``"\\ud800"``, which JSON can carry as
+    an escape) cannot be encoded as UTF-8: it would break the rng seed, the state hash, the prompt
+    of the llm backend and every transport the answer is written to — and nesting deeper than
+    :data:`MAX_DEPTH` (it would exhaust the recursion of every later step). Walked without
+    recursion, so no input can make the check itself fail.
+    """
+    stack: list[tuple[Any, str, int]] = [(arguments, "", 0)]
+    while stack:
+        value, where, depth = stack.pop()
+        if isinstance(value, str):
+            if not _encodable(value):
+                return (
+                    f"argument '{where or '(top level)'}' is not valid Unicode text "
+                    "(it holds a lone surrogate such as \\ud800)"
+                )
+            continue
+        if not isinstance(value, dict | list | tuple):
+            continue
+        if depth >= MAX_DEPTH:
+            return f"argument '{where.split('.')[0]}' nests deeper than {MAX_DEPTH} levels"
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        for key, item in items:
+            path = f"{where}.{key}" if where else str(key)
+            if isinstance(key, str) and not _encodable(key):
+                return f"argument name '{ascii(path)[1:-1]}' is not valid Unicode text (it holds a lone surrogate)"
+            stack.append((item, path, depth + 1))
+    return None
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 class SpecTool(Tool):
     """A tool defined by a spec: JSON-schema validation instead of Python annotations."""
 
@@ -101,6 +145,9 @@ class SpecTool(Tool):
 
     def validate(self, arguments: dict[str, Any]) -> dict[str, Any] | str:
         assert self.input_validator is not None
+        problem = argument_problem(arguments)
+        if problem is not None:
+            return f"invalid arguments for {self.name!r}: {problem}"
         problems = schema_errors(self.input_validator, arguments, noun="argument")
         if problems:
             return f"invalid arguments for {self.name!r}: " + "; ".join(problems)

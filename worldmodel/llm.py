@@ -5,9 +5,18 @@ simulated state the call is about; the reply is constrained to the tool's output
 (``response_format`` with a JSON schema — endpoints that reject it are asked again with plain
 JSON mode). Every reply is parsed and validated; an invalid one is sent back with the
 validation errors for repair, up to ``attempts`` times, after which the call ends in a clear
-error envelope (502). An unreachable endpoint ends in a 503 envelope. Replies are cached by
-(model, service, tool, arguments, state hash), in memory and optionally in a JSON file, so a
-rollout replays identically and costs nothing the second time.
+error envelope (502). An unreachable endpoint (refused connection, timeout, HTTP 5xx) ends in a
+503 envelope; an endpoint that answers HTTP 200 with something that is not a chat completion (a
+``text/plain`` or HTML body, JSON cut short, a body that ends before its ``Content-Length``, no
+choices) ends in a 502 envelope at once — a repair turn cannot fix the transport. Replies are
+cached by (model, service, tool, arguments, state hash), in memory and optionally in a JSON file,
+so a rollout replays identically and costs nothing the second time.
+
+Timeout: each request to the endpoint may take ``timeout_s`` seconds (constructor argument, and
+``timeout_s`` of :func:`worldmodel.catalog.make_backend`); when it is not given, the environment
+variable ``COMPOWORLD_WORLDMODEL_TIMEOUT`` (seconds) sets it, else :data:`DEFAULT_TIMEOUT_S`
+(60 s). A call can make up to ``attempts`` requests, so it may take ``attempts × timeout_s``;
+keep that under the serving deadline (``COMPOWORLD_CALL_TIMEOUT``) when the tools are served.
 """
 
 from __future__ import annotations
@@ -25,6 +34,28 @@ import openai
 from servers.framework import BadGateway, Unavailable
 from servers.state import canonical_json
 from worldmodel.engine import GenerateRequest, schema_errors
+
+DEFAULT_TIMEOUT_S = 60.0
+"""Seconds one request to the model endpoint may take when neither the caller nor the environment says."""
+TIMEOUT_ENV = "COMPOWORLD_WORLDMODEL_TIMEOUT"
+
+
+def resolve_timeout(timeout_s: float | None = None) -> float:
+    """``timeout_s``, else ``$COMPOWORLD_WORLDMODEL_TIMEOUT``, else 60 s; a positive number of seconds."""
+    source = "timeout_s"
+    if timeout_s is None:
+        raw = os.environ.get(TIMEOUT_ENV, "").strip()
+        if not raw:
+            return DEFAULT_TIMEOUT_S
+        source = TIMEOUT_ENV
+        try:
+            timeout_s = float(raw)
+        except ValueError:
+            raise ValueError(f"{TIMEOUT_ENV} must be a number of seconds, got {raw!r}") from None
+    if not (isinstance(timeout_s, int | float) and 0 < timeout_s < float("inf")):
+        raise ValueError(f"{source} must be a positive number of seconds, got {timeout_s!r}")
+    return float(timeout_s)
+
 
 SYSTEM_PROMPT = (
     "You simulate one tool of a software service for an agent-training environment. "
@@ -46,17 +77,23 @@ class LLMBackend:
         base_url: str | None = None,
         api_key: str | None = None,
         attempts: int = 3,
-        timeout_s: float = 60.0,
+        timeout_s: float | None = None,
         cache_path: str | Path | None = None,
         json_schema_mode: bool = True,
     ) -> None:
         self.model = model
         self.attempts = attempts
+        self.timeout_s = resolve_timeout(timeout_s)
+        # Which status the endpoint answered the current thread's request with, set as soon as
+        # the headers arrive: a connection error after that is a reply cut short (502), not an
+        # unreachable endpoint (503).
+        self._answered = threading.local()
         self.client = openai.OpenAI(
             base_url=base_url or os.environ.get("OPENAI_BASE_URL"),
             api_key=api_key or os.environ.get("OPENAI_API_KEY") or "not-needed",
-            timeout=timeout_s,
+            timeout=self.timeout_s,
             max_retries=0,  # retries are ours: a repair turn, not a blind resend
+            http_client=openai.DefaultHttpxClient(event_hooks={"response": [self._on_response]}),
         )
         self.json_schema_mode = json_schema_mode
         self.cache_path = Path(cache_path) if cache_path else None
@@ -117,6 +154,7 @@ class LLMBackend:
             }
         else:
             kwargs["response_format"] = {"type": "json_object"}
+        self._answered.status = None
         try:
             response = self.client.chat.completions.create(**kwargs)
         except openai.BadRequestError as exc:
@@ -124,14 +162,29 @@ class LLMBackend:
                 self.json_schema_mode = False  # the endpoint does not do JSON schemas: plain JSON mode
                 return self._complete(messages, schema)
             raise BadGateway(f"model endpoint rejected the request: {exc}") from None
-        except (openai.APIConnectionError, openai.APITimeoutError) as exc:
+        except openai.APITimeoutError:
+            raise Unavailable(
+                f"model endpoint did not answer within {self.timeout_s:g}s (APITimeoutError); "
+                "the simulated tool cannot answer now"
+            ) from None
+        except openai.APIConnectionError as exc:
+            status = getattr(self._answered, "status", None)
+            if status is not None:
+                raise BadGateway(
+                    f"model endpoint's HTTP {status} reply was cut short ({_cause(exc)}); "
+                    "the simulated tool got no answer"
+                ) from None
             raise Unavailable(
                 f"model endpoint unreachable ({type(exc).__name__}); the simulated tool cannot answer now"
             ) from None
         except openai.APIStatusError as exc:
             raise Unavailable(f"model endpoint answered HTTP {exc.status_code}") from None
-        choices = response.choices or []
-        return (choices[0].message.content or "") if choices else ""
+        except ValueError as exc:  # a JSON body cut short or otherwise unparsable (JSONDecodeError)
+            raise BadGateway(f"model endpoint answered with a body that is not valid JSON: {exc}") from None
+        return _content(response)
+
+    def _on_response(self, response: Any) -> None:
+        self._answered.status = response.status_code
 
     def _ask(self, request: GenerateRequest) -> dict[str, Any]:
         schema = relaxed_schema(request)
@@ -163,6 +216,35 @@ class LLMBackend:
             f"simulated tool {request.tool.name!r} got no valid output from model {self.model!r} after "
             f"{self.attempts} attempts; last problems: {'; '.join(problems)[:500]}"
         )
+
+
+def _cause(exc: BaseException) -> str:
+    cause = exc.__cause__ or exc.__context__ or exc
+    return f"{type(cause).__name__}: {cause}"[:300]
+
+
+def _content(response: Any) -> str:
+    """The first choice's message text; anything that is not a chat completion is a 502."""
+    if isinstance(response, str | bytes):
+        snippet = response[:200] if isinstance(response, str) else response[:200].decode("utf-8", "replace")
+        raise BadGateway(f"model endpoint answered with a non-JSON body, not a chat completion: {snippet!r}")
+    try:
+        choices = response.choices
+        message = choices[0].message if choices else None
+        content = message.content if message is not None else None
+    except (AttributeError, IndexError, KeyError, TypeError):
+        raise BadGateway(
+            f"model endpoint answered with something that is not a chat completion: {str(response)[:200]!r}"
+        ) from None
+    if not choices:
+        raise BadGateway("model endpoint answered a chat completion with no choices")
+    if message is None:
+        raise BadGateway("model endpoint answered a chat completion whose first choice has no message")
+    if content is None:
+        return ""  # e.g. a refusal or a tool call: an invalid reply the repair turn explains
+    if not isinstance(content, str):
+        raise BadGateway(f"model endpoint answered a message whose content is not text: {str(content)[:200]!r}")
+    return content
 
 
 def _strip_fences(text: str) -> str:

@@ -151,21 +151,43 @@ def _same_kind(a: Any, b: Any) -> bool:
     return (isinstance(a, int | float) and isinstance(b, int | float)) or type(a) is type(b)
 
 
+def _moment(text: str) -> tuple[dt.datetime, bool] | None:
+    """``text`` as an aware time (a naive one, or a bare date, is taken as UTC) and whether it had an offset."""
+    try:
+        moment = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=dt.UTC), False
+    return moment, True
+
+
 def _order_times(record: dict[str, Any], rng: random.Random) -> None:
-    """An end-like time (arrival, end) never precedes its start-like sibling (departure, start)."""
+    """An end-like time (arrival, end) never precedes its start-like sibling (departure, start).
+
+    Dates and times compare on one scale: a bare date or a naive time counts as UTC, so a
+    booking's ``departure_date`` (a date) and its ``arrival_time`` (a time with an offset) can be
+    ordered. A moved end keeps its own form: a date stays a date, a time keeps (or lacks) its offset.
+    """
     starts = [k for k in record if isinstance(record[k], str) and any(h in k for h in START_HINTS)]
     ends = [k for k in record if isinstance(record[k], str) and any(h in k for h in END_HINTS)]
     for start in starts:
         for end in ends:
-            try:
-                begin = dt.datetime.fromisoformat(record[start].replace("Z", "+00:00"))
-                finish = dt.datetime.fromisoformat(record[end].replace("Z", "+00:00"))
-            except ValueError:
+            if start == end or not isinstance(record[start], str) or not isinstance(record[end], str):
                 continue
-            if finish <= begin:
-                fixed = begin + dt.timedelta(minutes=15 * rng.randint(4, 48))
-                text = fixed.isoformat().replace("+00:00", "Z") if "T" in record[end] else fixed.date().isoformat()
-                record[end] = text
+            begin, finish = _moment(record[start]), _moment(record[end])
+            if begin is None or finish is None or finish[0] > begin[0]:
+                continue
+            try:
+                fixed = begin[0] + dt.timedelta(minutes=15 * rng.randint(4, 48))
+            except OverflowError:  # a start at the end of the calendar: nothing later to move to
+                continue
+            if "T" not in record[end]:
+                record[end] = fixed.date().isoformat()
+            elif finish[1]:
+                record[end] = fixed.isoformat().replace("+00:00", "Z")
+            else:
+                record[end] = fixed.replace(tzinfo=None).isoformat()
 
 
 class Synthesizer:
@@ -263,7 +285,10 @@ class Synthesizer:
         now = draw.anchor or self.world.now
         if semantic in ("date", "date_time") or fmt in ("date", "date-time"):
             low, high = _day_range(name, draw.anchor is not None)
-            moment = now + dt.timedelta(minutes=15 * rng.randint(low * 96, high * 96))
+            try:
+                moment = now + dt.timedelta(minutes=15 * rng.randint(low * 96, high * 96))
+            except OverflowError:  # an anchor at the edge of the calendar (year 1 or 9999)
+                moment = now
             if semantic == "date" or fmt == "date":
                 return moment.date().isoformat()
             return moment.isoformat().replace("+00:00", "Z")
@@ -307,5 +332,7 @@ def _anchor(arguments: dict[str, Any]) -> dt.datetime | None:
                 moment = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
             except ValueError:
                 continue
+            if not dt.MINYEAR < moment.year < dt.MAXYEAR:
+                continue  # year 1 or 9999: no room for the days around it that outputs draw
             return moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)
     return None
