@@ -2,22 +2,33 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
-from hub.core import Hub
-from servers.registry import all_services
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from hub.core import Hub
+
+# Kept light on purpose: ``compoworld --help`` imports this module, so the hub, the registry and
+# the services are imported inside the commands, and only the services that are served.
 
 app = typer.Typer(help="Serve the hub (one MCP endpoint over many services) and inspect it.", no_args_is_help=True)
-err = Console(stderr=True)
+
+
+@functools.cache
+def err() -> Console:
+    """The console errors and notices go to (rich is imported on first use: serving never prints)."""
+    from rich.console import Console
+
+    return Console(stderr=True)
 
 
 class SurfaceOpt(StrEnum):
@@ -43,15 +54,21 @@ SpecsOpt = Annotated[Path | None, typer.Option("--specs", help="Spec directory f
 def build_hub(
     services: str | None, config: Path | None, worldmodel: bool = False, specs: Path | None = None
 ) -> tuple[Hub, list[str] | None]:
-    """The hub for the CLI: native services (all, or the chosen ones), simulated ones, externals."""
-    from hub.external import external_entry, load_config
-    from hub.registry import ServiceEntry, native_entry
+    """The hub for the CLI: native services (all, or the chosen ones), simulated ones, externals.
 
-    natives = all_services()
+    With chosen services, only those are imported and built (their modules are looked up by
+    name); every native service is imported only when all are mounted or a name is unknown.
+    """
+    from hub.core import Hub
+    from hub.registry import ServiceEntry, native_entry
+    from servers.registry import all_services, load_services
+
     chosen = [s.strip() for s in services.split(",") if s.strip()] if services else None
     extra: list[ServiceEntry] = []
     simulated: dict[str, object] = {}
     if config is not None:
+        from hub.external import external_entry, load_config
+
         loaded = load_config(config)
         chosen = chosen or loaded["services"]
         extra = [external_entry(c) for c in loaded["external"]]
@@ -69,14 +86,22 @@ def build_hub(
         directory = specs or simulated.get("specs") or SPECS_DIR
         extra += [native_entry(s) for s in simulated_services(directory, backend)]  # type: ignore[arg-type]
     external_names = {e.name for e in extra}  # externals and simulated services
-    if chosen is not None:
+    if chosen is None:
+        natives = all_services()
+    else:
+        natives = load_services(n for n in chosen if n not in external_names)
         unknown = [n for n in chosen if n not in natives and n not in external_names]
         if unknown:
-            err.print(f"[red]unknown service(s) {unknown}; known: {', '.join([*natives, *external_names])}[/red]")
+            known = [*all_services(), *external_names]
+            err().print(f"[red]unknown service(s) {unknown}; known: {', '.join(known)}[/red]")
             raise typer.Exit(2)
     native = [natives[n] for n in chosen if n in natives] if chosen is not None else list(natives.values())
     mounted = [*(s.name for s in native), *(e.name for e in extra)] if chosen is not None else None
-    return Hub.native(native, extra=extra), mounted
+    if not extra:
+        return Hub.native(native), mounted
+    from hub.external import external_middleware  # retries an external server that failed at start
+
+    return Hub.native(native, extra=extra, middleware=[external_middleware]), mounted
 
 
 @app.command("serve")
@@ -116,8 +141,8 @@ def serve(
     front = HubHTTP(hub, admin_token or os.environ.get("COMPOWORLD_ADMIN_TOKEN"), host=host)
     access = front.add_world(world, surface.value, token or os.environ.get("COMPOWORLD_WORLD_TOKEN"))
     info = front.describe(access, f"http://{host}:{port}")
-    err.print(f"world {world.id!r}: {info['url']}  (Authorization: Bearer {access.token})")
-    err.print(f"admin API: http://{host}:{port}/admin/worlds  (Authorization: Bearer {front.admin_token})")
+    err().print(f"world {world.id!r}: {info['url']}  (Authorization: Bearer {access.token})")
+    err().print(f"admin API: http://{host}:{port}/admin/worlds  (Authorization: Bearer {front.admin_token})")
     uvicorn.run(front.app(), host=host, port=port, log_level="warning")
 
 
@@ -130,6 +155,9 @@ def info(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Services, tool counts and sources of the hub."""
+    from rich.console import Console
+    from rich.table import Table
+
     hub, _ = build_hub(services, config, worldmodel, specs)
     data: dict[str, Any] = hub.info()
     if as_json:

@@ -2,24 +2,35 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
-from servers.framework import Service, Tool
-from servers.registry import UnknownService, all_services, get_service
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from servers.framework import Service, Tool
+
+# Kept light on purpose: ``compoworld --help`` imports this module, so the registry, the framework
+# and the services themselves are imported inside the commands that need them.
 
 app = typer.Typer(help="Inspect, check, build, verify and serve the tool services.", no_args_is_help=True)
-console = Console()
 
 #: Providers of rows for services served by other packages (the world model registers its own).
 EXTRA_ROWS: list[Callable[[], list[dict[str, Any]]]] = []
+
+
+@functools.cache
+def console(stderr: bool = False) -> Console:
+    """The console the commands print to (rich is imported on first use: serving never prints with it)."""
+    from rich.console import Console
+
+    return Console(stderr=stderr)
 
 
 class Transport(StrEnum):
@@ -28,10 +39,16 @@ class Transport(StrEnum):
 
 
 def _lookup(name: str) -> Service[Any]:
+    """The service ``name``, importing only its module when it has one of its own name."""
+    from servers.registry import UnknownService, get_service, load_services
+
+    found = load_services([name]).get(name)
+    if found is not None:
+        return found
     try:
         return get_service(name)
     except UnknownService as exc:
-        console.print(f"[red]{exc}[/red]")
+        console().print(f"[red]{exc}[/red]")
         raise typer.Exit(2) from None
 
 
@@ -75,6 +92,10 @@ def list_services(
     ] = None,
 ) -> None:
     """List every service (hand-written, built, simulated) with its source and tool counts."""
+    from rich.table import Table
+
+    from servers.registry import all_services
+
     rows = [service_summary(s) for s in all_services().values()]
     known = {r["name"] for r in rows}
     rows += sorted(
@@ -106,7 +127,7 @@ def list_services(
         str(sum(r["read"] for r in rows)),
         str(sum(r["write"] for r in rows)),
     )
-    console.print(table)
+    console().print(table)
 
 
 @app.command("show")
@@ -115,6 +136,8 @@ def show(
     as_json: Annotated[bool, typer.Option("--json", help="Print the tools' full MCP schemas as JSON.")] = False,
 ) -> None:
     """Show one service's tools with their signatures."""
+    from rich.table import Table
+
     service = _lookup(name)
     if as_json:
         tools = [
@@ -129,15 +152,15 @@ def show(
         ]
         print(json.dumps({**service_summary(service), "tool_list": tools}, indent=2))
         return
-    console.print(f"[bold]{service.name}[/bold] v{service.version} ({service.category}, {service.source})")
-    console.print(service.description)
+    console().print(f"[bold]{service.name}[/bold] v{service.version} ({service.category}, {service.source})")
+    console().print(service.description)
     table = Table(show_lines=False)
     table.add_column("kind")
     table.add_column("signature")
     table.add_column("description")
     for tool in service.tools.values():
         table.add_row(tool.kind, signature(tool), tool.description.splitlines()[0])
-    console.print(table)
+    console().print(table)
 
 
 @app.command("check")
@@ -147,11 +170,12 @@ def check(
 ) -> None:
     """Run the conformance checker over services; exits 1 if any has a problem."""
     from servers.conformance import check_service
+    from servers.registry import all_services
 
     failed = 0
     for name in names or list(all_services()):
         report = check_service(_lookup(name), examples=examples)
-        console.print(str(report), style="green" if report.ok else "red", highlight=False)
+        console().print(str(report), style="green" if report.ok else "red", highlight=False)
         failed += not report.ok
     if failed:
         raise typer.Exit(1)
@@ -181,14 +205,14 @@ def build(
 
     paths = sorted(CATALOG_DIR.glob("*.json")) if all_specs else list(specs or [])
     if not paths:
-        console.print("[red]give spec files or --all[/red]")
+        console().print("[red]give spec files or --all[/red]")
         raise typer.Exit(2)
     writer = template_writer
     if backend is Backend.llm:
         from servers.construction.llm import LLMWriter
 
         if not model:
-            console.print("[red]the llm backend needs --model[/red]")
+            console().print("[red]the llm backend needs --model[/red]")
             raise typer.Exit(2)
         writer = LLMWriter(model, base_url=base_url)
     routed = 0
@@ -197,21 +221,21 @@ def build(
 
         for result in build_catalog(paths, examples=examples, workers=workers):
             routed += not result.ok
-            console.print(result.verification.summary(), style="green" if result.ok else "yellow", highlight=False)
-        console.print(f"{len(paths) - routed} built, {routed} routed to the world model")
+            console().print(result.verification.summary(), style="green" if result.ok else "yellow", highlight=False)
+        console().print(f"{len(paths) - routed} built, {routed} routed to the world model")
         return
     for path in paths:
         try:
             spec = load_spec(path)
         except ValueError as exc:
-            console.print(f"[red]{exc}[/red]")
+            console().print(f"[red]{exc}[/red]")
             raise typer.Exit(2) from None
         result = build_one(spec, writer, backend=backend.value, examples=examples)
         routed += not result.ok
         where = "servers/built" if result.ok else "world model"
-        console.print(f"{result.verification.summary()}\n  -> {where}", style="green" if result.ok else "yellow",
+        console().print(f"{result.verification.summary()}\n  -> {where}", style="green" if result.ok else "yellow",
                       highlight=False)  # fmt: skip
-    console.print(f"{len(paths) - routed} built, {routed} routed to the world model")
+    console().print(f"{len(paths) - routed} built, {routed} routed to the world model")
 
 
 @app.command("verify")
@@ -226,20 +250,21 @@ def verify_services(
 ) -> None:
     """Verify native services: conformance for all; for built ones also spec conformance and scenarios."""
     from servers.construction.verify import verify_named
+    from servers.registry import all_services
 
     chosen = list(all_services()) if all_services_ else list(names or [])
     if source is not None:
         chosen = [n for n in chosen if all_services()[n].source == source]
     if not chosen:
-        console.print("[red]give service names or --all[/red]")
+        console().print("[red]give service names or --all[/red]")
         raise typer.Exit(2)
     for name in chosen:
         _lookup(name)
     failed = 0
     for summary, ok in verify_named(chosen, examples=examples, workers=workers):
-        console.print(summary, style="green" if ok else "red", highlight=False)
+        console().print(summary, style="green" if ok else "red", highlight=False)
         failed += not ok
-    console.print(f"{len(chosen) - failed} of {len(chosen)} verified")
+    console().print(f"{len(chosen) - failed} of {len(chosen)} verified")
     if failed:
         raise typer.Exit(1)
 
@@ -258,9 +283,10 @@ def serve(
     """Run one service alone as an MCP server (stdio or streamable HTTP)."""
     from servers.serving import ServiceRuntime, serve_http, serve_stdio
 
+    # Only this service's module is imported and only its tools are built.
     server = ServiceRuntime.seeded(_lookup(name), seed).server()
     if transport is Transport.stdio:
         serve_stdio(server)
     else:
-        Console(stderr=True).print(f"serving {name!r} on http://{host}:{port}{path}")
+        console(stderr=True).print(f"serving {name!r} on http://{host}:{port}{path}")
         serve_http(server, host=host, port=port, path=path)

@@ -3,37 +3,87 @@
 It lives in ``training``, the right-most package of the dependency order
 (servers ← worldmodel ← hub ← taskgen ← harness ← training), because only that package may import
 every other one. Each package owns its own sub-commands (``servers.cli`` for ``services``, …);
-this root only composes them and stays free of heavy imports so that ``compoworld --help`` is fast.
+this root only composes them, and lazily: a sub-command's module is imported (and turned into a
+click command) the first time that sub-command is used, so ``compoworld services serve email``
+imports neither the hub, the task generator nor the harness, and ``compoworld --help`` stays fast.
+The package CLI modules themselves import their heavy dependencies inside their commands.
 """
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+import typer.main
+from typer.core import TyperCommand, TyperGroup
 
-from harness import cli as harness_cli
-from hub.cli import app as hub_app
-from servers.cli import app as services_app
-from taskgen.cli import app as tasks_app
-from worldmodel.cli import app as worldmodel_app
+#: The sub-commands other packages own, as ``name: "module:attribute"`` (a ``typer.Typer`` group
+#: or a command function), in the order ``compoworld --help`` lists them (commands, then groups).
+LAZY_COMMANDS: dict[str, str] = {
+    "run": "harness.cli:run_cmd",
+    "report": "harness.cli:report_cmd",
+    "demo": "harness.cli:demo",
+    "services": "servers.cli:app",
+    "hub": "hub.cli:app",
+    "worldmodel": "worldmodel.cli:app",
+    "tasks": "taskgen.cli:app",
+    "export": "harness.cli:export_app",
+    "eval": "harness.cli:eval_app",
+}
+
+#: Modules a sub-command needs imported for their side effects: ``worldmodel.cli`` adds the
+#: simulated services' rows to ``services list`` (``servers`` may not import ``worldmodel``).
+ALSO_IMPORT: dict[str, tuple[str, ...]] = {"services": ("worldmodel.cli",)}
+
+_SETTINGS: dict[str, Any] = {"pretty_exceptions_enable": False}
+
+
+class _Pending(TyperCommand):
+    """The place of a sub-command whose module is not imported yet."""
+
+    def __init__(self, name: str, target: str) -> None:
+        super().__init__(name)
+        self.key = name
+        self.target = target
+
+    def load(self) -> Any:
+        """The real click command, built as ``app.add_typer``/``app.command`` would have built it."""
+        module, _, attribute = self.target.partition(":")
+        obj = getattr(importlib.import_module(module), attribute)
+        for extra in ALSO_IMPORT.get(self.key, ()):
+            importlib.import_module(extra)
+        holder = typer.Typer(**_SETTINGS)
+        if isinstance(obj, typer.Typer):
+            holder.add_typer(obj, name=self.key)
+        else:
+            holder.command(self.key)(obj)
+        return typer.main.get_group(holder).commands[self.key]
+
+
+class LazyGroup(TyperGroup):
+    """The root group: :data:`LAZY_COMMANDS` are listed at once but imported on first use."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        eager = dict(self.commands)
+        self.commands = {**{n: _Pending(n, t) for n, t in LAZY_COMMANDS.items() if n not in eager}, **eager}
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        command = super().get_command(ctx, cmd_name)
+        if isinstance(command, _Pending):
+            command = self.commands[cmd_name] = command.load()
+        return command
+
 
 app = typer.Typer(
     name="compoworld",
     help="CompoWorld: composable, verified worlds for tool-using agents.",
     no_args_is_help=True,
-    pretty_exceptions_enable=False,
+    cls=LazyGroup,
+    **_SETTINGS,
 )
-app.add_typer(services_app, name="services")
-app.add_typer(hub_app, name="hub")
-app.add_typer(worldmodel_app, name="worldmodel")
-app.add_typer(tasks_app, name="tasks")
-app.command("run")(harness_cli.run_cmd)
-app.command("report")(harness_cli.report_cmd)
-app.command("demo")(harness_cli.demo)
-app.add_typer(harness_cli.export_app, name="export")
-app.add_typer(harness_cli.eval_app, name="eval")
 
 
 train_app = typer.Typer(help="Train on CompoWorld data with TRL (needs the train extra).", no_args_is_help=True)

@@ -2,20 +2,33 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from servers import cli as services_cli
-from worldmodel.spec import SPECS_DIR
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+# Kept light on purpose: ``compoworld --help`` imports this module, so the world model itself is
+# imported inside the commands. The spec directory is ``worldmodel.spec.SPECS_DIR`` (a test checks
+# they agree); it is spelled here so that option defaults need not import the spec module.
+SPECS_DIR = Path(__file__).parent / "specs"
 
 app = typer.Typer(help="Simulated tools: services that have a spec but no implementation.", no_args_is_help=True)
-err = Console(stderr=True)
+
+
+@functools.cache
+def err() -> Console:
+    """The console errors and notices go to (rich is imported on first use: serving never prints)."""
+    from rich.console import Console
+
+    return Console(stderr=True)
 
 
 class BackendOpt(StrEnum):
@@ -62,6 +75,9 @@ def list_specs(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """The simulated services of a spec directory with their tools."""
+    from rich.console import Console
+    from rich.table import Table
+
     from worldmodel.spec import load_specs
 
     loaded = load_specs(specs)
@@ -106,7 +122,7 @@ def serve(
     try:
         chosen = make_backend(backend.value, model=model, base_url=base_url, cache_path=cache)
     except ValueError as exc:
-        err.print(f"[red]{exc}[/red]")
+        err().print(f"[red]{exc}[/red]")
         raise typer.Exit(2) from None
     services = simulated_services(specs, chosen)
     world = SimulatedWorld(services, seed)
@@ -115,5 +131,5 @@ def serve(
     if transport is TransportOpt.stdio:
         serve_stdio(server)
     else:
-        err.print(f"serving {len(services)} simulated services on http://{host}:{port}/mcp")
+        err().print(f"serving {len(services)} simulated services on http://{host}:{port}/mcp")
         serve_http(server, host=host, port=port)
