@@ -18,7 +18,6 @@ any other bad argument does, not a protocol error.
 from __future__ import annotations
 
 import contextlib
-import json
 import secrets
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -39,8 +38,8 @@ from starlette.types import Receive, Scope, Send
 from hub.core import Hub
 from hub.surfaces import DIRECT_INSTRUCTIONS, GATEWAY_TOOLS, Surface, surface_call, surface_tools
 from hub.world import World
-from servers.framework import Envelope, error
-from servers.serving import LIST_TTL_MS, CallFn, CallRunner, envelope_result, paged
+from servers.framework import Envelope
+from servers.serving import LIST_TTL_MS, CallFn, CallRunner, EnvelopeArguments, envelope_result, paged
 
 GATEWAY_SCHEMAS = {t.name: t.input_schema for t in GATEWAY_TOOLS}
 
@@ -71,50 +70,6 @@ def _unauthorized(message: str) -> Response:
 def _forbidden(message: str) -> Response:
     challenge = 'Bearer realm="compoworld", error="invalid_token"'
     return JSONResponse({"error": message}, status_code=403, headers={"WWW-Authenticate": challenge})
-
-
-async def _body(receive: Receive) -> bytes:
-    chunks = []
-    while True:
-        message = await receive()
-        chunks.append(message.get("body", b""))
-        if not message.get("more_body"):
-            return b"".join(chunks)
-
-
-def _replay(body: bytes, rest: Receive) -> Receive:
-    """``receive`` again, the body already read first, then what the client sends next."""
-    sent = False
-
-    async def receive() -> Any:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await rest()
-
-    return receive
-
-
-def bad_arguments_answer(body: bytes) -> dict[str, Any] | None:
-    """The JSON-RPC answer to a ``tools/call`` whose ``arguments`` is not an object: the 400
-    envelope as the tool's result (the SDK would refuse the request with a protocol error)."""
-    try:
-        request = json.loads(body)
-    except ValueError:
-        return None
-    if not isinstance(request, dict) or request.get("method") != "tools/call" or "id" not in request:
-        return None
-    params = request.get("params")
-    arguments = params.get("arguments") if isinstance(params, dict) else None
-    if arguments is None or isinstance(arguments, dict):
-        return None
-    result = envelope_result(error(400, f"'arguments' must be a JSON object, not {type(arguments).__name__}"))
-    return {
-        "jsonrpc": "2.0",
-        "id": request["id"],
-        "result": result.model_dump(mode="json", by_alias=True, exclude_none=True),
-    }
 
 
 class _ASGI:
@@ -156,7 +111,7 @@ class HubHTTP:
             else None
         )
         self.sessions = StreamableHTTPSessionManager(app=self.server, stateless=True, security_settings=security)
-        self.mcp_asgi = StreamableHTTPASGIApp(self.sessions)
+        self.mcp_asgi = EnvelopeArguments(StreamableHTTPASGIApp(self.sessions))
 
     # -- worlds ------------------------------------------------------------------------------
 
@@ -237,13 +192,6 @@ class HubHTTP:
         elif not same_token(token, access.token):
             response = _forbidden(f"token not valid for world {world_id!r}")
         else:
-            if request.method == "POST":
-                body = await _body(receive)
-                answer = bad_arguments_answer(body)
-                if answer is not None:
-                    await JSONResponse(answer)(scope, receive, send)
-                    return
-                receive = _replay(body, receive)
             await self.mcp_asgi(scope, receive, send)
             return
         await response(scope, receive, send)

@@ -235,6 +235,71 @@ class ServiceRuntime:
         )
 
 
+async def _body(receive: Any) -> bytes:
+    chunks = []
+    while True:
+        message = await receive()
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body"):
+            return b"".join(chunks)
+
+
+def _replay(body: bytes, rest: Any) -> Any:
+    """``receive`` again, the body already read first, then what the client sends next."""
+    sent = False
+
+    async def receive() -> Any:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await rest()
+
+    return receive
+
+
+def bad_arguments_answer(body: bytes) -> dict[str, Any] | None:
+    """The JSON-RPC answer to a ``tools/call`` whose ``arguments`` is not an object: the 400
+    envelope as the tool's result (the SDK would refuse the request with a protocol error)."""
+    try:
+        request = json.loads(body)
+    except ValueError:
+        return None
+    if not isinstance(request, dict) or request.get("method") != "tools/call" or "id" not in request:
+        return None
+    params = request.get("params")
+    arguments = params.get("arguments") if isinstance(params, dict) else None
+    if arguments is None or isinstance(arguments, dict):
+        return None
+    result = envelope_result(error(400, f"'arguments' must be a JSON object, not {type(arguments).__name__}"))
+    return {
+        "jsonrpc": "2.0",
+        "id": request["id"],
+        "result": result.model_dump(mode="json", by_alias=True, exclude_none=True),
+    }
+
+
+class EnvelopeArguments:
+    """ASGI wrapper of an MCP endpoint: a ``tools/call`` whose ``arguments`` is not a JSON object
+    gets the tool's 400 envelope as its result, like any other bad argument (the SDK would answer
+    with a protocol error before any tool sees it). Other requests pass through untouched."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope.get("type") == "http" and scope.get("method") == "POST":
+            body = await _body(receive)
+            answer = bad_arguments_answer(body)
+            if answer is not None:
+                from starlette.responses import JSONResponse
+
+                await JSONResponse(answer)(scope, receive, send)
+                return
+            receive = _replay(body, receive)
+        await self.app(scope, receive, send)
+
+
 async def run_stdio(server: Server[Any]) -> None:
     """Serve ``server`` over this process's stdin/stdout until the client disconnects."""
     async with stdio_server() as (read_stream, write_stream):
@@ -247,7 +312,7 @@ def serve_stdio(server: Server[Any]) -> None:
 
 def http_app(server: Server[Any], path: str = "/mcp", host: str = "127.0.0.1") -> Any:
     """A Starlette app serving ``server`` over streamable HTTP at ``path``."""
-    return server.streamable_http_app(streamable_http_path=path, host=host, stateless_http=True)
+    return EnvelopeArguments(server.streamable_http_app(streamable_http_path=path, host=host, stateless_http=True))
 
 
 def serve_http(server: Server[Any], host: str = "127.0.0.1", port: int = 8765, path: str = "/mcp") -> None:

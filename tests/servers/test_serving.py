@@ -80,3 +80,18 @@ def test_streamable_http_client_calls_tools(cli_server: Callable[..., Any]) -> N
             await _exercise(client)
 
     anyio.run(main)
+
+
+def test_non_object_arguments_over_http_get_the_tool_envelope(cli_server: Callable[..., Any]) -> None:
+    import httpx2 as httpx
+
+    port = cli_server("services", "serve", "email", "--transport", "http")
+    params = {"name": "list_messages", "arguments": ["not", "an", "object"]}
+    response = httpx.post(
+        f"http://127.0.0.1:{port}/mcp",
+        json={"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": params},
+        headers={"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25"},
+    )
+    assert response.status_code == 200, response.text
+    envelope = response.json()["result"]["structuredContent"]
+    assert envelope["success"] is False and envelope["error"]["code"] == 400
