@@ -38,6 +38,7 @@ from mcp.server.caching import CacheHint
 from mcp.server.context import ServerRequestContext
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
+from mcp.shared.message import SessionMessage
 
 from servers.framework import Envelope, Service, ServiceState, Tool, error
 
@@ -258,13 +259,16 @@ def _replay(body: bytes, rest: Any) -> Any:
     return receive
 
 
-def bad_arguments_answer(body: bytes) -> dict[str, Any] | None:
-    """The JSON-RPC answer to a ``tools/call`` whose ``arguments`` is not an object: the 400
-    envelope as the tool's result (the SDK would refuse the request with a protocol error)."""
-    try:
-        request = json.loads(body)
-    except ValueError:
-        return None
+def bad_arguments_answer(body: bytes | dict[str, Any]) -> dict[str, Any] | None:
+    """The JSON-RPC answer to a ``tools/call`` (raw bytes or a parsed request) whose ``arguments``
+    is not an object: the 400 envelope as the tool's result (the SDK would refuse the request
+    with a protocol error before any tool sees it)."""
+    request: Any = body
+    if isinstance(body, bytes):
+        try:
+            request = json.loads(body)
+        except ValueError:
+            return None
     if not isinstance(request, dict) or request.get("method") != "tools/call" or "id" not in request:
         return None
     params = request.get("params")
@@ -301,9 +305,28 @@ class EnvelopeArguments:
 
 
 async def run_stdio(server: Server[Any]) -> None:
-    """Serve ``server`` over this process's stdin/stdout until the client disconnects."""
+    """Serve ``server`` over this process's stdin/stdout until the client disconnects; a
+    ``tools/call`` whose ``arguments`` is not an object is answered with the 400 envelope here,
+    as over HTTP (:class:`EnvelopeArguments`)."""
     async with stdio_server() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())
+        forward, inbox = anyio.create_memory_object_stream[Any](0)
+
+        async def pump() -> None:
+            async with forward:
+                async for item in read_stream:
+                    message = getattr(item, "message", None)
+                    if isinstance(message, types.JSONRPCRequest):
+                        answer = bad_arguments_answer(message.model_dump(mode="json", by_alias=True))
+                        if answer is not None:
+                            reply = types.jsonrpc_message_adapter.validate_python(answer)
+                            await write_stream.send(SessionMessage(reply))
+                            continue
+                    await forward.send(item)
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(pump)
+            await server.run(inbox, write_stream, server.create_initialization_options())
+            group.cancel_scope.cancel()
 
 
 def serve_stdio(server: Server[Any]) -> None:

@@ -95,3 +95,35 @@ def test_non_object_arguments_over_http_get_the_tool_envelope(cli_server: Callab
     assert response.status_code == 200, response.text
     envelope = response.json()["result"]["structuredContent"]
     assert envelope["success"] is False and envelope["error"]["code"] == 400
+
+
+def test_non_object_arguments_over_stdio_get_the_tool_envelope() -> None:
+    import json
+    import subprocess
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "training.cli", "services", "serve", "email"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+    }
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "list_messages", "arguments": 5}}
+    try:
+        for message in (init, {"jsonrpc": "2.0", "method": "notifications/initialized"}, call):
+            proc.stdin.write(json.dumps(message) + "\n")
+            proc.stdin.flush()
+        answers = [json.loads(proc.stdout.readline()) for _ in range(2)]
+    finally:
+        proc.kill()
+        proc.wait()
+    answer = next(a for a in answers if a.get("id") == 2)
+    envelope = answer["result"]["structuredContent"]
+    assert envelope["success"] is False and envelope["error"]["code"] == 400
