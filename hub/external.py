@@ -63,6 +63,7 @@ from mcp import Client, StdioServerParameters
 from hub.registry import SEPARATOR, Registry, RegistryError, ServiceEntry, ToolEntry, qualify
 from hub.world import CallContext, Handler, Middleware, World
 from servers.framework import Envelope, error
+from servers.values import encodable
 
 if TYPE_CHECKING:
     from hub.core import Hub
@@ -413,7 +414,7 @@ def argument_problem(arguments: Any) -> str | None:
         if value is None or isinstance(value, bool | int):
             continue
         if isinstance(value, str):
-            if not _encodable(value):
+            if not encodable(value):
                 return f"argument {where!r} is not valid Unicode text (it holds a lone surrogate such as \\ud800)"
             continue
         if isinstance(value, float):
@@ -428,20 +429,12 @@ def argument_problem(arguments: Any) -> str | None:
             for key, item in value.items():
                 if not isinstance(key, str):
                     return f"argument {where or 'names'!r} has a key that is not a string ({key!r})"
-                if not _encodable(key):
+                if not encodable(key):
                     return f"argument name {key!a} is not valid Unicode text (it holds a lone surrogate)"
                 stack.append((item, f"{where}.{key}" if where else key, depth + 1))
         else:
             stack.extend((item, f"{where}.{index}", depth + 1) for index, item in enumerate(value))
     return None
-
-
-def _encodable(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 # -- results -----------------------------------------------------------------------------------
@@ -450,7 +443,7 @@ def _encodable(text: str) -> bool:
 def _clean(value: Any) -> Any:
     """``value`` with text that is not valid Unicode (lone surrogates) replaced by U+FFFD."""
     if isinstance(value, str):
-        return value if _encodable(value) else value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+        return value if encodable(value) else value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
     if isinstance(value, list):
         return [_clean(v) for v in value]
     if isinstance(value, dict):

@@ -46,3 +46,12 @@ def state_values(service: Service[Any] | None, state: Any) -> dict[str, list[Any
 
     walk(model_schema, snapshot(state))
     return found
+
+
+def encodable(text: str) -> bool:
+    """Whether ``text`` can be sent as UTF-8 (a lone surrogate such as ``"\\ud800"`` cannot)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

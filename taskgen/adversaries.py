@@ -34,7 +34,7 @@ from hub.collateral import units
 from hub.registry import ToolEntry
 from hub.rubric import CollateralCriterion, ScoreResult, normal_key
 from hub.world import World
-from taskgen.task import Task, resolve
+from taskgen.task import Task, leaves, resolve
 from taskgen.walk import FREE_TEXT, Walker
 
 MAX_NET = 0.1
@@ -103,7 +103,7 @@ class Panel:
             for name in task.services
             if name in self.hub.registry.services
         }
-        self.plan_values = {repr(v) for step in task.plan for v in _flat(step.arguments)}
+        self.plan_values = {repr(v) for step in task.plan for v in leaves(step.arguments)}
 
     # -- arguments --------------------------------------------------------------------------
 
@@ -174,7 +174,7 @@ class Panel:
 
     def vandal(self, world: World, envelopes: list[dict[str, Any]]) -> tuple[int, dict[str, Any]]:
         """After the oracle: destroy other records of the services the task writes."""
-        touched = {repr(v) for envelope in envelopes for v in _flat(envelope.get("data"))}
+        touched = {repr(v) for envelope in envelopes for v in leaves(envelope.get("data"))}
         avoid = frozenset(self.plan_values | touched)
         made = self._calls(world, self._of(self.written, DESTROY_VERBS) * 3, avoid=avoid, enough=2)
         if not made:  # nothing to delete or cancel there: change other records any way it can
@@ -237,14 +237,6 @@ def _field_index(walker: Walker, service: str) -> dict[str, list[tuple[Any, tupl
                                 found.setdefault(key, []).append((value, strings))
         walker.cache[("fields", service)] = found
     return found
-
-
-def _flat(value: Any) -> list[Any]:
-    if isinstance(value, dict):
-        return [x for v in value.values() for x in _flat(v)]
-    if isinstance(value, list):
-        return [x for v in value for x in _flat(v)]
-    return [value]
 
 
 def _collections(state: dict[str, Any]) -> list[tuple[str, list[dict[str, Any]]]]:

@@ -21,7 +21,7 @@ from hub.collateral import allowances, units
 from hub.rubric import RUBRIC_VERSION, Rubric, normal_key
 from servers.state import Change
 from taskgen.oracle import OracleRun
-from taskgen.task import PlanStep, Task, Transfer
+from taskgen.task import PlanStep, Task, Transfer, leaves
 from taskgen.walk import Carried, StepInfo, Walk, humanize
 
 REPORTABLE = frozenset(
@@ -359,7 +359,7 @@ def _report_choice(walk: Walk, system: dict[str, list[str]], rng: random.Random)
     given or carried, and not a value the initial world already holds (so neither reading nor
     guessing finds it)."""
     steps = walk.steps
-    given = {repr(v) for s in steps for v in _flat(s.resolved)} | {repr(s.anchor) for s in steps if s.anchor}
+    given = {repr(v) for s in steps for v in leaves(s.resolved)} | {repr(s.anchor) for s in steps if s.anchor}
     candidates = []
     for c in walk.pool:
         step = steps[c.step]
@@ -382,14 +382,6 @@ def _report_choice(walk: Walk, system: dict[str, list[str]], rng: random.Random)
         return None
     chosen = rng.choice(candidates)
     return chosen, _report_key(steps[chosen.step].entity or steps[chosen.step].entry.service, chosen.field)
-
-
-def _flat(value: Any) -> list[Any]:
-    if isinstance(value, dict):
-        return [x for v in value.values() for x in _flat(v)]
-    if isinstance(value, list):
-        return [x for v in value for x in _flat(v)]
-    return [value]
 
 
 def _policy(

@@ -89,6 +89,15 @@ def resolve(value: Any, results: list[dict[str, Any]]) -> Any:
     return value
 
 
+def leaves(value: Any) -> list[Any]:
+    """Every scalar inside nested dicts and lists (the values a plan's arguments or results hold)."""
+    if isinstance(value, dict):
+        return [x for v in value.values() for x in leaves(v)]
+    if isinstance(value, list):
+        return [x for v in value for x in leaves(v)]
+    return [value]
+
+
 def write_jsonl(tasks: Iterable[Task], path: str | Path) -> int:
     count = 0
     with open(path, "w", encoding="utf-8") as handle:

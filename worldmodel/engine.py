@@ -24,6 +24,7 @@ from pydantic import TypeAdapter
 from servers.framework import BadGateway, BadRequest, NotFound, Service, ServiceState, Tool, envelope_schema
 from servers.population import Population
 from servers.state import canonical_json, stable_hash
+from servers.values import encodable
 from worldmodel.spec import ServiceSpec, ToolSpec
 
 
@@ -111,7 +112,7 @@ def argument_problem(arguments: dict[str, Any]) -> str | None:
     while stack:
         value, where, depth = stack.pop()
         if isinstance(value, str):
-            if not _encodable(value):
+            if not encodable(value):
                 return (
                     f"argument '{where or '(top level)'}' is not valid Unicode text "
                     "(it holds a lone surrogate such as \\ud800)"
@@ -124,18 +125,10 @@ def argument_problem(arguments: dict[str, Any]) -> str | None:
         items = value.items() if isinstance(value, dict) else enumerate(value)
         for key, item in items:
             path = f"{where}.{key}" if where else str(key)
-            if isinstance(key, str) and not _encodable(key):
+            if isinstance(key, str) and not encodable(key):
                 return f"argument name '{ascii(path)[1:-1]}' is not valid Unicode text (it holds a lone surrogate)"
             stack.append((item, path, depth + 1))
     return None
-
-
-def _encodable(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 class SpecTool(Tool):
