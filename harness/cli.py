@@ -196,7 +196,8 @@ def eval_serve(
     """Serve a task's world to an external MCP client, recording every call it makes. A restarted
     server continues the session; the task's rubric, plan and expected report stay in the session
     store ($COMPOWORLD_SESSION_STORE, else ~/.cache/compoworld/sessions), out of the agent's folder."""
-    from harness.external import SessionError, client_config, find_task, prepare_session, serve
+    from harness.external import client_config, prepare_session, serve
+    from harness.session_store import SessionError, find_task
 
     if fresh and resume:
         raise _fail("--fresh and --resume exclude each other")
@@ -233,7 +234,8 @@ def eval_score(
     rollout: Annotated[int, typer.Option(help="Rollout number (several sessions of one task).")] = 0,
 ) -> None:
     """Score a recorded client session (found in the session store) into the run store."""
-    from harness.external import SessionError, score
+    from harness.external import score
+    from harness.session_store import SessionError
     from harness.store import RunStore
 
     try:

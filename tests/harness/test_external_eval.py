@@ -17,16 +17,8 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
-from harness.external import (
-    STORE_ENV,
-    SessionError,
-    find_task,
-    load_task,
-    open_session,
-    read_calls,
-    score,
-    session_store,
-)
+from harness.external import open_session, score
+from harness.session_store import STORE_ENV, SessionError, find_task, load_task, read_calls, session_store
 from harness.store import RunStore
 from taskgen.generate import generate
 from taskgen.task import Task, read_jsonl, resolve, write_jsonl
