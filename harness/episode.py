@@ -35,8 +35,12 @@ def run_episode(
         result = AgentResult([], {}, "error", f"{type(exc).__name__}: {exc}")
     finally:
         env.close()
-    scored = world.score(task.rubric, report=result.report)
-    trajectory = Trajectory(
+    try:  # the world is closed whatever scoring does
+        scored = world.score(task.rubric, report=result.report)
+        final_hash = world.hash()
+    finally:
+        world.close()
+    return Trajectory(
         task_id=task.id,
         agent=agent.name,
         model=agent.model,
@@ -47,7 +51,7 @@ def run_episode(
         messages=result.messages,
         tool_calls=env.calls,
         report=result.report,
-        final_hash=world.hash(),
+        final_hash=final_hash,
         criteria=scored.criteria,
         score=scored.score,
         net_score=scored.net_score,
@@ -58,5 +62,3 @@ def run_episode(
         duration_s=round(time.time() - started, 4),
         services=task.services,
     )
-    world.close()
-    return trajectory

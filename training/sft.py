@@ -17,6 +17,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from hub.surfaces import GATEWAY_NAMES
+
 TINY = "tiny"
 SEED = 42  # the Trainer's default seed; the tiny model's initial weights are drawn from it too
 
@@ -58,9 +60,6 @@ def _arguments(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-GATEWAY_TOOL_NAMES = frozenset({"list_services", "list_tools", "describe_tool", "call_tool"})
-
-
 def _tool_names(tools: Any) -> set[str]:
     return {t.get("function", t).get("name", "") for t in tools or [] if isinstance(t, dict)}
 
@@ -92,7 +91,7 @@ def sft_rows(
         if turns is not None:
             messages = _first_turns(messages, turns)
         row_tools = record.get("tools", [])
-        if tools is not None and _tool_names(row_tools) == GATEWAY_TOOL_NAMES:
+        if tools is not None and _tool_names(row_tools) == GATEWAY_NAMES:
             row_tools = tools
         rows.append(
             {
