@@ -131,7 +131,7 @@ def untyped_fields(schema: dict[str, Any], defs: dict[str, Any], path: str, seen
 # Input generation
 
 
-def _valid_inputs(tool: Tool, values: dict[str, list[Any]]) -> st.SearchStrategy[dict[str, Any]]:
+def valid_inputs(tool: Tool, values: dict[str, list[Any]]) -> st.SearchStrategy[dict[str, Any]]:
     props: dict[str, Any] = tool.input_schema.get("properties", {})
     base = from_schema(tool.input_schema, allow_x00=False)
 
@@ -312,7 +312,7 @@ def _check_tool(
                 )
 
     try:
-        _run_examples(example, examples, _valid_inputs(tool, values))
+        _run_examples(example, examples, valid_inputs(tool, values))
     except Exception as exc:  # a strategy that cannot be built is itself a schema problem
         report.problems.append(Problem("schema", tool.name, f"cannot generate inputs: {type(exc).__name__}: {exc}"))
 

@@ -11,6 +11,7 @@ regular expression), formats, array sizes. The random generator is seeded by the
 from __future__ import annotations
 
 import datetime as dt
+import math
 import random
 import re
 
@@ -18,10 +19,13 @@ import re
 import re._constants as sre_constants
 import re._parser as sre_parse
 import string
+import zlib
 from typing import Any
+from urllib.parse import urlsplit
 
 from servers.population import Population
 from servers.types import SEMANTIC_KEY
+from worldmodel.plausibility import COUNTRY_CURRENCY
 
 WORDS = [
     "quarterly",
@@ -107,6 +111,10 @@ def _from_class(items: Any, rng: random.Random) -> str:
 FUTURE_HINTS = ("estimated", "expected", "due", "expir", "depart", "arriv", "next", "until", "end", "scheduled")
 RECENT_HINTS = ("updated", "last", "as_of", "observed", "current")
 PAST_HINTS = ("created", "issued", "since", "start", "published", "ordered", "filed", "born", "founded")
+SYSTEM_HINTS = ("created", "updated", "crawled", "registered", "ordered", "issued", "filed", "last_")
+"""Times the system stamps: always relative to the world's clock, never to a date the caller asked about."""
+BIRTH_DAYS = (-70 * 365, -18 * 365)
+"""Birth dates: an adult of working age on the world's clock."""
 START_HINTS = ("depart", "start", "begin", "check_in", "from", "open")
 END_HINTS = ("arriv", "end", "finish", "check_out", "until", "close")
 TIME_ZONES = (
@@ -125,6 +133,8 @@ TIME_ZONES = (
 def _day_range(name: str, anchored: bool) -> tuple[int, int]:
     """Days around the clock (or the date the caller asked about) a date field plausibly falls in."""
     lowered = name.lower()
+    if "birth" in lowered:
+        return BIRTH_DAYS
     if anchored:
         return 0, 1
     if any(h in lowered for h in RECENT_HINTS):
@@ -268,6 +278,14 @@ class Synthesizer:
         _order_times(out, rng)
         return out
 
+    def output(self, schema: dict[str, Any], rng: random.Random, draw: Draw | None = None) -> dict[str, Any]:
+        """A tool's output: a :meth:`record` whose fields then agree with each other, the arguments
+        and the world (see :func:`settle`)."""
+        draw = draw or Draw()
+        out = self.record(schema, rng, draw)
+        settle(out, schema, draw.echo, self.world, rng)
+        return out
+
     def _number(self, schema: dict[str, Any], rng: random.Random, integer: bool) -> int | float:
         low = schema.get("minimum", schema.get("exclusiveMinimum", 0))
         high = schema.get("maximum", schema.get("exclusiveMaximum", max(low, 0) + 1000))
@@ -282,13 +300,18 @@ class Synthesizer:
     def _string(self, schema: dict[str, Any], rng: random.Random, name: str, draw: Draw) -> str:
         semantic = schema.get(SEMANTIC_KEY, "")
         fmt = schema.get("format")
-        now = draw.anchor or self.world.now
         if semantic in ("date", "date_time") or fmt in ("date", "date-time"):
-            low, high = _day_range(name, draw.anchor is not None)
+            # A birth or a system stamp (created, updated…) is on the world's clock whatever date was asked about.
+            clocked = "birth" in name or any(h in name for h in SYSTEM_HINTS)
+            anchor = None if clocked else draw.anchor
+            now = anchor or self.world.now
+            low, high = _day_range(name, anchor is not None)
             try:
                 moment = now + dt.timedelta(minutes=15 * rng.randint(low * 96, high * 96))
             except OverflowError:  # an anchor at the edge of the calendar (year 1 or 9999)
                 moment = now
+            if anchor is not None and any(h in name for h in PAST_HINTS) and moment > self.world.now:
+                moment = self.world.now  # what was published around a future date has not been published yet
             if semantic == "date" or fmt == "date":
                 return moment.date().isoformat()
             return moment.isoformat().replace("+00:00", "Z")
@@ -321,12 +344,17 @@ class RulesBackend:
         if synthesizer is None:
             synthesizer = self._synthesizers[seed] = Synthesizer(request.world)
         draw = Draw(request.tool.effect.op == "create", _anchor(request.arguments), request.arguments)
-        return synthesizer.record(request.schema, request.rng(), draw)
+        return synthesizer.output(request.schema, request.rng(), draw)
 
 
 def _anchor(arguments: dict[str, Any]) -> dt.datetime | None:
-    """The first date the caller asked about (a forecast for the 10th is about the 10th)."""
-    for value in arguments.values():
+    """The first date the caller asked about (a forecast for the 10th is about the 10th).
+
+    A birth date is a fact about a person, not the date a question is about: it anchors nothing.
+    """
+    for key, value in arguments.items():
+        if "birth" in key:
+            continue
         if isinstance(value, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}([T ].*)?", value):
             try:
                 moment = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
@@ -336,3 +364,251 @@ def _anchor(arguments: dict[str, Any]) -> dt.datetime | None:
                 continue  # year 1 or 9999: no room for the days around it that outputs draw
             return moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)
     return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Settling: fields drawn one by one are made to agree (the rules of worldmodel.plausibility)
+
+USD_PER_UNIT = {
+    "USD": 1.0, "EUR": 1.08, "GBP": 1.27, "JPY": 0.0067, "CHF": 1.12, "CAD": 0.74, "AUD": 0.66,
+    "SEK": 0.095, "NOK": 0.094, "DKK": 0.145, "PLN": 0.25, "CNY": 0.14, "INR": 0.012, "BRL": 0.2,
+    "MXN": 0.058, "SGD": 0.74, "NZD": 0.61, "KRW": 0.00075, "ZAR": 0.054, "HKD": 0.128,
+}  # fmt: skip
+"""Rough value of a currency in US dollars; a code not listed gets a stable made-up value."""
+TYPICAL_KMH = {"walking": 5.0, "cycling": 18.0, "bicycling": 18.0, "driving": 70.0, "transit": 45.0}
+ROUTE_KM = {"walking": (0.3, 15.0), "cycling": (1.0, 60.0), "bicycling": (1.0, 60.0)}
+"""How far a route of each mode plausibly goes; any other mode: 2 to 900 km."""
+
+
+def settle(
+    output: dict[str, Any], schema: dict[str, Any], arguments: dict[str, Any], world: Population, rng: random.Random
+) -> None:
+    """Make the fields of ``output`` agree with each other, the ``arguments`` and the world.
+
+    Record by record, top down (a nested record sees the fields of the records around it): web
+    addresses and emails are on the record's domain, and the domain is the company's; a currency
+    is the country's; a ``word_count`` counts the text beside it and ``max_words`` bounds it;
+    low/min fields are not above their high/max partners. Then for the whole output: a route's
+    distance and duration follow from its origin, destination and mode (and its steps add up to
+    them), exchange rates from the currency pair (1 from a currency to itself), a ``limit``
+    bounds the lists and a total counts at least what is listed. Arguments echoed into the output
+    are never changed.
+    """
+    _settle_records(output, schema, arguments, {}, world)
+    _settle_route(output, arguments, rng)
+    _settle_rates(output, schema, arguments, rng)
+    _settle_lists(output, schema, arguments)
+
+
+def _settle_records(
+    value: Any, schema: dict[str, Any], arguments: dict[str, Any], around: dict[str, Any], world: Population
+) -> None:
+    if isinstance(value, list):
+        for item in value:
+            _settle_records(item, schema.get("items", {}), arguments, around, world)
+        return
+    if not isinstance(value, dict):
+        return
+    props = schema.get("properties", {})
+    given = {k for k, v in value.items() if k in arguments and arguments[k] == v}
+    _settle_web(value, props, around, given, world)
+    _settle_currency(value, props, {**arguments, **around}, given)
+    _settle_words(value, props, arguments)
+    _settle_pairs(value)
+    inner = {**around, **{k: v for k, v in value.items() if not isinstance(v, dict | list)}}
+    for key, item in value.items():
+        _settle_records(item, props.get(key, {}), arguments, inner, world)
+
+
+def _fields(props: dict[str, Any], kind: str) -> list[str]:
+    return [k for k, p in props.items() if p.get(SEMANTIC_KEY) == kind]
+
+
+DOMAIN_RE = re.compile(r"^[a-z0-9-]+(\.[a-z0-9-]+)+$")
+
+
+def _host(url: str) -> str | None:
+    try:
+        host = urlsplit(url).hostname
+    except ValueError:
+        return None
+    host = (host or "").lower().removeprefix("www.")
+    return host if DOMAIN_RE.match(host) else None
+
+
+def _settle_web(
+    record: dict[str, Any], props: dict[str, Any], around: dict[str, Any], given: set[str], world: Population
+) -> None:
+    """One domain per record: the given one, the given address's, the given company's, or the drawn company's."""
+    companies = [k for k in _fields(props, "company_name") if isinstance(record.get(k), str)]
+    urls = [k for k in _fields(props, "url") if isinstance(record.get(k), str)]
+    by_name = {c.name.casefold(): c for c in (world.org, *world.companies)}
+    by_domain = {c.domain: c for c in (world.org, *world.companies)}
+    if isinstance(record.get("domain"), str) and props.get("domain", {}).get(SEMANTIC_KEY) == "web_domain":
+        domain = record["domain"]
+        if "domain" not in given:
+            from_url = next((h for k in urls if k in given and (h := _host(record[k]))), None)
+            named = next((record[k] for k in companies if k in given), None) or next(
+                (record[k] for k in companies), None
+            )
+            if from_url:
+                domain = from_url
+            elif isinstance(named, str):
+                company = by_name.get(named.casefold())
+                slug = re.sub(r"[^a-z0-9]+", "", named.lower())[:24]
+                domain = company.domain if company else (f"{slug}.com" if slug else domain)
+            record["domain"] = domain
+        owner = by_domain.get(domain)
+        for key in companies:
+            if key not in given:
+                record[key] = owner.name if owner else domain.split(".")[0].capitalize()
+    else:
+        domain = around.get("domain")
+    if not isinstance(domain, str) or not DOMAIN_RE.match(domain):
+        return
+    for key in urls:
+        if key not in given and _host(record[key]) != domain:
+            parts = urlsplit(record[key])
+            record[key] = f"https://{domain}{parts.path or '/'}"
+    people = [k for k in _fields(props, "person_name") if isinstance(record.get(k), str)]
+    for key in _fields(props, "email_address"):
+        if key not in given and isinstance(record.get(key), str) and not record[key].endswith("@" + domain):
+            local = record[key].rpartition("@")[0]
+            if people:
+                local = ".".join(re.sub(r"[^a-z]+", "", w) for w in record[people[0]].lower().split()[:2]) or local
+            record[key] = f"{local}@{domain}"
+
+
+def _settle_currency(record: dict[str, Any], props: dict[str, Any], scope: dict[str, Any], given: set[str]) -> None:
+    country = record.get("country_code", scope.get("country_code"))
+    currency = COUNTRY_CURRENCY.get(str(country))
+    for key in ("currency", "currency_code"):
+        if currency and key in record and key not in given and "enum" not in props.get(key, {}):
+            record[key] = currency
+
+
+def _settle_words(record: dict[str, Any], props: dict[str, Any], arguments: dict[str, Any]) -> None:
+    texts = [k for k in _fields(props, "document_text") if isinstance(record.get(k), str)]
+    most = arguments.get("max_words")
+    if isinstance(most, int) and not isinstance(most, bool):
+        for key in texts:
+            words = record[key].split()
+            if len(words) > most:
+                record[key] = " ".join(words[:most])
+    if len(texts) == 1 and isinstance(record.get("word_count"), int):
+        record["word_count"] = len(record[texts[0]].split())
+
+
+def _settle_pairs(record: dict[str, Any]) -> None:
+    """``min_x`` ≤ ``max_x``, ``x_low`` ≤ ``x_high`` (numbers; times are ordered by :func:`_order_times`)."""
+    for key in list(record):
+        for small, large in (("min", "max"), ("low", "high")):
+            partner = key.replace(small, large, 1)
+            a, b = record.get(key), record.get(partner)
+            if small in key and partner in record and _numeric(a) and _numeric(b) and a > b:  # type: ignore[operator]
+                record[key], record[partner] = b, a
+
+
+def _numeric(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _same_text(a: Any, b: Any) -> bool:
+    return (
+        isinstance(a, str) and isinstance(b, str) and " ".join(a.split()).casefold() == " ".join(b.split()).casefold()
+    )
+
+
+def _settle_route(output: dict[str, Any], arguments: dict[str, Any], rng: random.Random) -> None:
+    """Distance from origin and destination (0 to itself), duration from distance and mode, steps adding up."""
+    distance = next((k for k in output if "distance" in k and _numeric(output[k])), None)
+    duration = next((k for k in output if "duration" in k and _numeric(output[k])), None)
+    if distance is None:
+        return
+    mode = str(arguments.get("mode", output.get("mode", "")))
+    origin = arguments.get("origin", output.get("origin"))
+    destination = arguments.get("destination", output.get("destination"))
+    low, high = ROUTE_KM.get(mode, (2.0, 900.0))
+    km = 0.0 if _same_text(origin, destination) else round(rng.uniform(low, high), 2)
+    speed = TYPICAL_KMH.get(mode, 70.0) * rng.uniform(0.8, 1.0)
+    parts = [
+        v
+        for v in output.values()
+        if isinstance(v, list) and v and all(isinstance(i, dict) and distance in i for i in v)
+    ]
+    legs = parts[0] if parts else []
+    weights = [rng.uniform(0.2, 1.0) for _ in legs]
+    shares = [round(km * w / sum(weights), 2) for w in weights]
+    if shares:
+        shares[-1] = max(0.0, round(km - sum(shares[:-1]), 2))
+    minutes = [math.ceil(share / speed * 60) for share in shares]
+    for leg, share, spent in zip(legs, shares, minutes, strict=True):
+        leg[distance] = share
+        if duration is not None and duration in leg:
+            leg[duration] = spent
+    output[distance] = km
+    if duration is not None:
+        output[duration] = sum(minutes) if legs else math.ceil(km / speed * 60)
+
+
+def _usd_value(code: Any) -> float:
+    if code in USD_PER_UNIT:
+        return USD_PER_UNIT[code]
+    return 0.01 + (zlib.crc32(str(code).encode()) % 5000) / 1000  # a stable made-up value, 0.01 to 5
+
+
+def _significant(x: float, digits: int = 6) -> float:
+    return float(f"{x:.{digits}g}")
+
+
+def _settle_rates(
+    output: dict[str, Any], schema: dict[str, Any], arguments: dict[str, Any], rng: random.Random
+) -> None:
+    """Exchange rates from the currency pair: 1 to itself, ``inverse_rate`` = 1/``rate``, aggregates from the series."""
+    scope = {**output, **arguments}
+    pairs = (("base_currency", "quote_currency"), ("from_currency", "to_currency"))
+    pair = next(((scope[a], scope[b]) for a, b in pairs if a in scope and b in scope), None)
+    if pair is None:
+        return
+    props = schema.get("properties", {})
+    same = pair[0] == pair[1]
+    mid = 1.0 if same else _usd_value(pair[0]) / _usd_value(pair[1])
+
+    def drawn() -> float:
+        return 1.0 if same else _significant(mid * rng.uniform(0.99, 1.01))
+
+    series: list[float] = []
+    for key, value in output.items():
+        items = props.get(key, {}).get("items", {}).get("properties", {})
+        if isinstance(value, list) and items.get("rate", {}).get(SEMANTIC_KEY) == "fx.exchange_rate":
+            for item in value:
+                if isinstance(item, dict) and "rate" in item:
+                    item["rate"] = drawn()
+                    series.append(item["rate"])
+    rate = drawn()
+    if "rate" in output:
+        output["rate"] = rate
+    if "inverse_rate" in output:
+        output["inverse_rate"] = 1.0 if same else _significant(1 / output.get("rate", rate))
+    aggregates = {
+        "min_rate": min(series, default=rate),
+        "max_rate": max(series, default=rate),
+        "average_rate": _significant(sum(series) / len(series)) if series else rate,
+    }
+    output.update({k: v for k, v in aggregates.items() if k in output})
+    if _numeric(output.get("amount")) and "converted_amount" in output:
+        output["converted_amount"] = round(output["amount"] * output.get("rate", rate), 2)
+
+
+def _settle_lists(output: dict[str, Any], schema: dict[str, Any], arguments: dict[str, Any]) -> None:
+    """A ``limit`` argument bounds every list; a total counts at least the items listed."""
+    props = schema.get("properties", {})
+    limit = arguments.get("limit")
+    lists = [k for k, v in output.items() if isinstance(v, list) and v and isinstance(v[0], dict)]
+    for key in lists:
+        if isinstance(limit, int | float) and len(output[key]) > limit:
+            keep = max(int(limit), int(props.get(key, {}).get("minItems", 0)))
+            output[key] = output[key][:keep]
+    for key in ("total", "total_results"):
+        if len(lists) == 1 and _numeric(output.get(key)):
+            output[key] = max(output[key], len(output[lists[0]]))
