@@ -61,7 +61,8 @@ class Unit(BaseModel):
 
 
 def _is_collection(value: Any) -> bool:
-    return isinstance(value, dict) and bool(value) and all(isinstance(v, dict) for v in value.values())
+    # States are typed: a dict field's values are all of one kind, so the first one tells.
+    return isinstance(value, dict) and bool(value) and isinstance(next(iter(value.values())), dict)
 
 
 def _collections(before: Mapping[str, Any], after: Mapping[str, Any]) -> Iterable[tuple[str, Any, Any]]:

@@ -98,10 +98,9 @@ class Panel:
                 self.values.setdefault(kind, []).extend(found)
         quoted = re.findall(r"'([^']{2,80})'", task.instruction)
         self.quoted = list(dict.fromkeys(quoted))
+        services = self.hub.registry.services
         self.tools = {
-            name: [e for e in self.hub.registry.tools.values() if e.service == name and e.kind == "write"]
-            for name in task.services
-            if name in self.hub.registry.services
+            name: [e for e in services[name].tools if e.kind == "write"] for name in task.services if name in services
         }
         self.plan_values = {repr(v) for step in task.plan for v in leaves(step.arguments)}
 
