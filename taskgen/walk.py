@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import random
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -327,6 +328,8 @@ class Walker:
         (tens of milliseconds a service)."""
         for service in self.hub.registry.services:
             self.seeded_sets(service)
+            self.anchor_counts(service)
+            self.seeded_ids(service)
         return self
 
     def seeded_values(self, service: str) -> dict[str, list[Any]]:
@@ -336,6 +339,48 @@ class Walker:
                 state_values(native, self.hub.seeded_slot(service, self.seed).read_state()) if native else {}
             )
         return self._values[service]
+
+    def anchor_counts(self, service: str) -> Counter[str]:
+        """How many seeded records of ``service`` hold each text value (in any field)."""
+        found = self.cache.get(("anchor_counts", service))
+        if found is None:
+            found = Counter()
+            for record in self._seeded_records(service):
+                found.update({v for v in record.values() if isinstance(v, str)})
+            self.cache[("anchor_counts", service)] = found
+        return found
+
+    def seeded_ids(self, service: str) -> frozenset[str]:
+        """The ids of the seeded records of ``service``."""
+        found = self.cache.get(("seeded_ids", service))
+        if found is None:
+            found = frozenset(str(r["id"]) for r in self._seeded_records(service) if "id" in r)
+            self.cache[("seeded_ids", service)] = found
+        return found
+
+    def _seeded_records(self, service: str) -> list[dict[str, Any]]:
+        if self.hub.registry.services[service].native is None:
+            return []
+        state = self.hub.seeded_slot(service, self.seed).snapshot()
+        records: list[dict[str, Any]] = []
+        for key, value in state.items():
+            groups = value.values() if key == "collections" and isinstance(value, dict) else [value]
+            for group in groups:
+                if isinstance(group, dict):
+                    records.extend(r for r in group.values() if isinstance(r, dict))
+        return records
+
+    def _names_one(self, entry: ToolEntry, record: dict[str, Any], anchor: str | None) -> bool:
+        """Whether ``anchor`` names exactly one record of the service in the walk's world: the
+        instruction names records by such values, and a name several records share leaves a careful
+        agent guessing. Simulated services keep no seeded records: their names are not checked."""
+        if anchor is None:
+            return False
+        if self.hub.registry.services[entry.service].native is None:
+            return True
+        others = self._made.get((entry.service, anchor), set()) - {str(record.get("id"))}
+        existing = record.get("id") in self.seeded_ids(entry.service)
+        return self.anchor_counts(entry.service)[anchor] + len(others) == (1 if existing else 0)
 
     def seeded_sets(self, service: str) -> dict[str, frozenset[Any]]:
         """The seeded values of ``service`` by type, as sets (hashable values only)."""
@@ -483,11 +528,14 @@ class Walker:
                 return None
             step.changes = diff(before, after)
         records = records_of(entry, envelope.get("data"))
-        anchored = [r for r in records if anchor_of(r[1], r[2])]
+        anchored = [r for r in records if self._names_one(entry, r[1], anchor_of(r[1], r[2]))]
         chosen = rng.choice(anchored) if anchored else (records[0] if len(records) == 1 else None)
         if chosen is not None:
             path, record, schema, entity = chosen
-            step.entity, step.anchor, step.record_ref = entity, anchor_of(record, schema), path
+            step.entity, step.record_ref = entity, path
+            step.anchor = anchor_of(record, schema) if chosen in anchored else None
+            if step.anchor is not None and record.get("id") not in self.seeded_ids(entry.service):
+                self._made.setdefault((entry.service, step.anchor), set()).add(str(record.get("id")))
             pool.extend(self._values_of(step, path, record, schema))
         return step
 
@@ -518,6 +566,7 @@ class Walker:
         world = self.hub.open_world(seed=self.seed)
         self._steps: list[StepInfo] = []
         self._mentions: dict[tuple[int, str], Carried] = {}
+        self._made: dict[tuple[str, str], set[str]] = {}  # anchor -> ids of records this walk created
         pool: list[Carried] = []
         try:
             starts = rng.sample(self.listings, min(12, len(self.listings)))
