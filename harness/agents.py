@@ -3,7 +3,6 @@
 - ``oracle`` executes the task's plan (on the gateway it discovers services and tools first, as
   the published trajectories do), then reports the expected values;
 - ``null`` does nothing (every rubric scores it 0);
-- ``replay`` replays a recorded trajectory's calls;
 - ``random`` is a seeded baseline that calls plausible tools with plausible arguments;
 - ``openai`` is an agent loop for any OpenAI-compatible chat-completions endpoint.
 
@@ -19,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from harness.env import ToolEnv
-from harness.trajectory import FinishReason, Trajectory
+from harness.trajectory import FinishReason
 from taskgen.task import Task, resolve
 
 HOUSE_RULES = (
@@ -132,23 +131,6 @@ class NullAgent:
         transcript = _Transcript(task, env.surface)
         transcript.finish({}, "I did nothing.")
         return AgentResult(transcript.messages, {}, "no_action")
-
-
-class ReplayAgent:
-    """Replays the calls of a recorded trajectory (same names, same arguments, same report)."""
-
-    name = "replay"
-    model: str | None = None
-
-    def __init__(self, trajectory: Trajectory) -> None:
-        self.trajectory = trajectory
-
-    def run(self, task: Task, env: ToolEnv, rng: random.Random) -> AgentResult:
-        transcript = _Transcript(task, env.surface)
-        for call in self.trajectory.tool_calls:
-            transcript.call(env, call.name, call.arguments if isinstance(call.arguments, dict) else {})
-        transcript.finish(dict(self.trajectory.report), "Replayed.")
-        return AgentResult(transcript.messages, dict(self.trajectory.report))
 
 
 class RandomAgent:

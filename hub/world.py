@@ -279,12 +279,6 @@ class World:
         with self._lock:
             self._slots[service] = saved
 
-    def restore_service(self, service: str, state: Mapping[str, Any]) -> None:
-        """Put one service back to ``state`` (its snapshot), leaving the others as they are."""
-        slot = self.slot(service)
-        with self._lock:
-            self._slots[service] = ServiceSlot(slot.service, None, dict(state), owned=True)
-
     def reset(self) -> None:
         """Back to the seeded initial state (copy-on-write from the hub's cache)."""
         if self.seed is None:

@@ -391,10 +391,6 @@ class Tool:
         assert self._output_schema is not None
         return self._output_schema
 
-    @property
-    def qualified_name(self) -> str:
-        return f"{self.service}__{self.name}"
-
     def validate(self, arguments: dict[str, Any]) -> dict[str, Any] | str:
         """The validated keyword arguments, or a message naming every bad argument."""
         problems: list[str] = [f"unknown argument {k!r}" for k in arguments if k not in self._names]
@@ -452,14 +448,6 @@ def _has_number(value: Any) -> bool:
     if isinstance(value, list):
         return any(_has_number(v) for v in value)
     return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _is_iso(schema: dict[str, Any]) -> bool:
-    """Whether a parameter schema is (a list of / an optional) date or date-time."""
-    if schema.get("format") in ("date", "date-time"):
-        return True
-    items = schema.get("items")
-    return (isinstance(items, dict) and _is_iso(items)) or any(_is_iso(b) for b in schema.get("anyOf", []))
 
 
 def _describe_errors(name: str, exc: ValidationError) -> list[str]:

@@ -51,11 +51,6 @@ def semantic(name: str, base: Any, description: str, **constraints: Any) -> Any:
     return Annotated[base, sem(name, description, **constraints)]
 
 
-def id_type(service: str, entity: str) -> Any:
-    """Runtime form of ``Annotated[str, ident(service, entity)]``; prefer the alias form."""
-    return Annotated[str, ident(service, entity)]
-
-
 def resolve_ref(schema: Any, defs: Any) -> dict[str, Any]:
     """A ``{"$ref": "#/$defs/Name"}`` schema replaced by its definition (other schemas as they are)."""
     ref = schema.get("$ref")

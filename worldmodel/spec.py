@@ -36,7 +36,6 @@ This is also the format the service-construction pipeline consumes.
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -166,7 +165,3 @@ def load_specs(directory: str | Path = SPECS_DIR) -> list[ServiceSpec]:
     files = sorted(Path(directory).glob("*.json"))
     specs = [load_spec(f) for f in files]
     return sorted(specs, key=lambda s: s.name)
-
-
-def snake(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")

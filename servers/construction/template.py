@@ -49,14 +49,6 @@ def format_source(text: str) -> str:
     return text
 
 
-def write_package(spec: ServiceSpec, files: dict[str, str], root: Path = BUILT_DIR) -> Path:
-    target = root / spec.name
-    target.mkdir(parents=True, exist_ok=True)
-    for name, text in files.items():
-        (target / name).write_text(text)
-    return target
-
-
 # ---------------------------------------------------------------------------------------------
 # models.py
 
