@@ -1,8 +1,11 @@
 """Trajectories as JSONL: raw, or in the SFT layout of the published CompoWorld example data.
 
 An SFT record is ``{"tools": [OpenAI function specs], "messages": [system, user, assistant with
-tool_calls, tool, …], "meta": {task_id, rubric_score, score, n_tool_calls, n_steps, discover_mode,
-finish_reason, services, domain, capabilities}, "source": "compoworld"}``. The tools offered are
+tool_calls, tool, …], "meta": {task_id, src, rollout_idx, rubric_score, score, net_score,
+n_tool_calls, n_real_tool_calls, n_steps, discover_mode, finish_reason, services, domain,
+capabilities, agent, model, rubric_version}, "source": "compoworld"}`` — ``score`` is the net score
+(the published layout's name), ``n_real_tool_calls`` counts the calls that reached a service (not
+the gateway's discovery calls), ``src`` names the producer (``compoworld/<agent>``). The tools offered are
 rebuilt from the task's services and the surface (they are not stored per episode).
 """
 
@@ -33,9 +36,13 @@ def sft_record(hub: Hub, task: Task, trajectory: Trajectory) -> dict[str, Any]:
         "messages": trajectory.messages,
         "meta": {
             "task_id": task.id,
+            "src": f"compoworld/{trajectory.agent}",
+            "rollout_idx": trajectory.rollout,
             "rubric_score": trajectory.score,
             "score": trajectory.net_score,
+            "net_score": trajectory.net_score,
             "n_tool_calls": len(trajectory.tool_calls),
+            "n_real_tool_calls": sum(1 for c in trajectory.tool_calls if c.service is not None),
             "n_steps": sum(1 for m in trajectory.messages if m.get("role") == "assistant"),
             "discover_mode": trajectory.surface,
             "finish_reason": trajectory.finish_reason,

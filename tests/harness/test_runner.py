@@ -154,6 +154,10 @@ def test_sft_export_filters_and_holds_out_whole_tasks(setup: tuple[Hub, list[Tas
     assert count == len(train) + len(test) == len(tasks)  # null episodes fail; duplicate rollouts dedupe
     assert {r["meta"]["task_id"] for r in train}.isdisjoint({r["meta"]["task_id"] for r in test}) and test
     assert all(r["meta"]["agent"] == "oracle" and r["meta"]["rubric_score"] == 1.0 for r in train + test)
+    for record in train + test:  # the published layout's meta keys
+        meta = record["meta"]
+        assert meta["src"] == "compoworld/oracle" and meta["net_score"] == meta["score"] == 1.0
+        assert meta["rollout_idx"] in (0, 1) and 0 < meta["n_real_tool_calls"] <= meta["n_tool_calls"]
     assert export_sft(hub, store, "r", out, surface="gateway") == 0
 
 
