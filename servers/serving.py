@@ -80,13 +80,17 @@ class Pages:
 
 
 _PAGES: dict[int, Pages] = {}
+_PAGES_KEPT = 64
 
 
 def paged(tools: Sequence[types.Tool]) -> Pages:
-    """The pages of a listing, cut once per listing object (listings are prebuilt and reused)."""
+    """The pages of a listing, cut once per listing object (the hub's listings are prebuilt and
+    reused, so every world over the same services shares one cut); the last few are kept."""
     found = _PAGES.get(id(tools))
     if found is None or found.tools is not tools:
         found = _PAGES[id(tools)] = Pages(tools)
+        while len(_PAGES) > _PAGES_KEPT:  # oldest first: a server's own listing is held by the server
+            del _PAGES[next(iter(_PAGES))]
     return found
 
 
@@ -185,7 +189,7 @@ def build_server(
     through ``runner`` (a :class:`CallRunner` with the default deadline when not given), as one
     world: one at a time, in order.
     """
-    pages = paged(list(tools))
+    pages = paged(tools if isinstance(tools, list) else list(tools))
     schemas: dict[str, Mapping[str, Any]] = {t.name: t.input_schema for t in tools}
     runner = runner or CallRunner()
 
