@@ -285,7 +285,7 @@ def _check_email_free(state: CrmState, email: str, except_id: str | None = None)
             raise Conflict(f"email {email!r} already belongs to contact {other.id!r}")
 
 
-@service.read
+@service.read(op="list", entity="account", collection="accounts", reads=("name", "domain", "type", "status", "owner"))
 def list_accounts(
     state: CrmState,
     query: Query | None = None,
@@ -316,7 +316,7 @@ def list_accounts(
     return paginate(sorted(rows, key=lambda a: (a.name.lower(), a.id)), offset, limit)
 
 
-@service.read
+@service.read(op="get", entity="account", collection="accounts")
 def get_account(state: CrmState, account_id: AccountId) -> Account:
     """Get one account.
 
@@ -326,7 +326,12 @@ def get_account(state: CrmState, account_id: AccountId) -> Account:
     return require(state.accounts, account_id, "account")
 
 
-@service.write
+@service.write(
+    op="create",
+    entity="account",
+    collection="accounts",
+    sets=("name", "domain", "industry", "type", "status", "country", "currency", "owner"),
+)
 def create_account(
     state: CrmState,
     name: CompanyName,
@@ -361,7 +366,7 @@ def create_account(
     return acc
 
 
-@service.write
+@service.write(op="update", entity="account", collection="accounts", sets=("owner", "type"))
 def update_account(
     state: CrmState, account_id: AccountId, owner: EmailAddress | None = None, type: AccountType | None = None
 ) -> Account:
@@ -379,7 +384,7 @@ def update_account(
     return acc
 
 
-@service.write
+@service.write(op="transition", entity="account", collection="accounts", sets=("status",))
 def archive_account(state: CrmState, account_id: AccountId) -> Account:
     """Archive an account (e.g. a duplicate); accounts with open deals cannot be archived.
 
@@ -395,7 +400,9 @@ def archive_account(state: CrmState, account_id: AccountId) -> Account:
     return acc
 
 
-@service.read
+@service.read(
+    op="list", entity="contact", collection="contacts", reads=("name", "email", "title", "company", "account_id")
+)
 def list_contacts(
     state: CrmState,
     query: Query | None = None,
@@ -423,7 +430,12 @@ def list_contacts(
     return paginate(sorted(rows, key=lambda c: (c.name.lower(), c.id)), offset, limit)
 
 
-@service.write
+@service.write(
+    op="create",
+    entity="contact",
+    collection="contacts",
+    sets=("account_id", "company", "name", "email", "phone", "title", "do_not_contact"),
+)
 def create_contact(
     state: CrmState,
     account_id: AccountId,
@@ -452,7 +464,12 @@ def create_contact(
     return contact
 
 
-@service.read
+@service.read(
+    op="list",
+    entity="deal",
+    collection="deals",
+    reads=("title", "company", "reference", "account_id", "stage", "owner"),
+)
 def list_deals(
     state: CrmState,
     query: Query | None = None,
@@ -486,7 +503,7 @@ def list_deals(
     return paginate(sorted(rows, key=lambda d: (d.close_date, d.id)), offset, limit)
 
 
-@service.read
+@service.read(op="get", entity="deal", collection="deals")
 def get_deal(state: CrmState, deal_id: DealId) -> Deal:
     """Get one deal.
 
@@ -496,7 +513,25 @@ def get_deal(state: CrmState, deal_id: DealId) -> Deal:
     return require(state.deals, deal_id, "deal")
 
 
-@service.write
+@service.write(
+    op="create",
+    entity="deal",
+    collection="deals",
+    sets=(
+        "title",
+        "account_id",
+        "company",
+        "contact_id",
+        "contact_email",
+        "owner",
+        "stage",
+        "amount",
+        "currency",
+        "probability",
+        "close_date",
+        "reference",
+    ),
+)
 def create_deal(
     state: CrmState,
     account_id: AccountId,
@@ -536,7 +571,12 @@ def create_deal(
     return deal
 
 
-@service.write
+@service.write(
+    op="update",
+    entity="deal",
+    collection="deals",
+    sets=("title", "amount", "close_date", "owner", "contact_id", "contact_email", "reference"),
+)
 def update_deal(
     state: CrmState,
     deal_id: DealId,
@@ -571,7 +611,12 @@ def update_deal(
     return updated
 
 
-@service.write
+@service.write(
+    op="transition",
+    entity="deal",
+    collection="deals",
+    sets=("stage", "probability", "close_date", "closed_at", "lost_reason"),
+)
 def move_deal_stage(state: CrmState, deal_id: DealId, stage: DealStage, lost_reason: Note | None = None) -> Deal:
     """Move an open deal to another stage, or close it as won or lost.
 
@@ -595,7 +640,7 @@ def move_deal_stage(state: CrmState, deal_id: DealId, stage: DealStage, lost_rea
     return deal
 
 
-@service.write
+@service.write(op="delete", entity="deal", collection="deals")
 def delete_deal(state: CrmState, deal_id: DealId) -> Deal:
     """Delete a deal you own (e.g. a duplicate) and return it; won deals are booked revenue and stay.
 
@@ -614,7 +659,12 @@ def delete_deal(state: CrmState, deal_id: DealId) -> Deal:
     return deal
 
 
-@service.write
+@service.write(
+    op="create",
+    entity="activity",
+    collection="activities",
+    sets=("kind", "subject", "body", "account_id", "deal_id", "contact_id", "author", "occurred_at"),
+)
 def log_activity(
     state: CrmState,
     kind: ActivityKind,
@@ -649,7 +699,9 @@ def log_activity(
     return activity
 
 
-@service.read
+@service.read(
+    op="list", entity="activity", collection="activities", reads=("deal_id", "account_id", "contact_id", "kind")
+)
 def list_activities(
     state: CrmState,
     deal_id: DealId | None = None,

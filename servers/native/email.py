@@ -255,7 +255,12 @@ service = Service(
 )
 
 
-@service.read
+@service.read(
+    op="list",
+    entity="message",
+    collection="messages",
+    reads=("folder", "from_address", "to", "cc", "labels", "subject", "body", "read"),
+)
 def list_messages(
     state: EmailState,
     folder: Folder | None = None,
@@ -292,7 +297,7 @@ def list_messages(
     return paginate(_sorted(rows), offset, limit)
 
 
-@service.read
+@service.read(op="get", entity="message", collection="messages")
 def get_message(state: EmailState, message_id: MessageId) -> Message:
     """Get one message with its full body.
 
@@ -302,7 +307,7 @@ def get_message(state: EmailState, message_id: MessageId) -> Message:
     return require(state.messages, message_id, "message")
 
 
-@service.read
+@service.read(op="list", entity="message", collection="messages", reads=("thread_id",))
 def get_thread(state: EmailState, thread_id: ThreadId) -> list[Message]:
     """Get every message of a thread, oldest first.
 
@@ -315,7 +320,7 @@ def get_thread(state: EmailState, thread_id: ThreadId) -> list[Message]:
     return rows
 
 
-@service.read
+@service.read(op="aggregate", entity="message", collection="messages", reads=("labels",))
 def list_labels(state: EmailState) -> list[LabelCount]:
     """List the labels in use with how many messages carry each."""
     counts: dict[str, int] = {}
@@ -349,7 +354,12 @@ def _check_recipients(to: list[str]) -> None:
         raise BadRequest("argument 'to': at least one recipient is required")
 
 
-@service.write
+@service.write(
+    op="send",
+    entity="message",
+    collection="messages",
+    sets=("thread_id", "folder", "from_address", "from_name", "to", "cc", "subject", "body", "sent_at", "read"),
+)
 def send_message(
     state: EmailState,
     to: list[EmailAddress],
@@ -369,7 +379,12 @@ def send_message(
     return _send(state, to, cc or [], subject, body, None)
 
 
-@service.write
+@service.write(
+    op="send",
+    entity="message",
+    collection="messages",
+    sets=("thread_id", "folder", "from_address", "from_name", "to", "cc", "subject", "body", "sent_at", "read"),
+)
 def reply_to_message(state: EmailState, message_id: MessageId, body: DocumentText, reply_all: Flag = False) -> Message:
     """Reply to a message in its thread.
 
@@ -385,7 +400,12 @@ def reply_to_message(state: EmailState, message_id: MessageId, body: DocumentTex
     return _send(state, to, cc, subject, body, original.thread_id)
 
 
-@service.write
+@service.write(
+    op="send",
+    entity="message",
+    collection="messages",
+    sets=("thread_id", "folder", "from_address", "from_name", "to", "cc", "subject", "body", "sent_at", "read"),
+)
 def forward_message(
     state: EmailState, message_id: MessageId, to: list[EmailAddress], note: DocumentText = ""
 ) -> Message:
@@ -403,7 +423,7 @@ def forward_message(
     return _send(state, to, [], f"Fwd: {original.subject}", body.lstrip(), None)
 
 
-@service.write
+@service.write(op="create", entity="draft", collection="drafts", sets=("to", "cc", "subject", "body", "reply_to"))
 def create_draft(
     state: EmailState,
     to: list[EmailAddress],
@@ -436,7 +456,7 @@ def create_draft(
     return draft
 
 
-@service.write
+@service.write(op="update", entity="draft", collection="drafts", sets=("to", "subject", "body"))
 def update_draft(
     state: EmailState,
     draft_id: DraftId,
@@ -459,7 +479,12 @@ def update_draft(
     return updated
 
 
-@service.write
+@service.write(
+    op="send",
+    entity="message",
+    collection="messages",
+    sets=("thread_id", "folder", "from_address", "from_name", "to", "cc", "subject", "body", "sent_at", "read"),
+)
 def send_draft(state: EmailState, draft_id: DraftId) -> Message:
     """Send a draft; it leaves the drafts and appears in the sent folder.
 
@@ -474,7 +499,7 @@ def send_draft(state: EmailState, draft_id: DraftId) -> Message:
     return _send(state, draft.to, draft.cc, draft.subject, draft.body, thread)
 
 
-@service.write
+@service.write(op="delete", entity="draft", collection="drafts")
 def delete_draft(state: EmailState, draft_id: DraftId) -> Deleted:
     """Discard a draft.
 
@@ -486,7 +511,7 @@ def delete_draft(state: EmailState, draft_id: DraftId) -> Deleted:
     return Deleted(id=draft_id, deleted=True)
 
 
-@service.write
+@service.write(op="update", entity="message", collection="messages", sets=("read",))
 def mark_read(state: EmailState, message_id: MessageId, read: Flag = True) -> Message:
     """Mark a message as read or unread.
 
@@ -499,7 +524,7 @@ def mark_read(state: EmailState, message_id: MessageId, read: Flag = True) -> Me
     return message
 
 
-@service.write
+@service.write(op="append", entity="message", collection="messages", sets=("labels",))
 def add_label(state: EmailState, message_id: MessageId, label: Tag) -> Message:
     """Add a label to a message (adding a label it already has is a conflict).
 
@@ -514,7 +539,7 @@ def add_label(state: EmailState, message_id: MessageId, label: Tag) -> Message:
     return message
 
 
-@service.write
+@service.write(op="remove", entity="message", collection="messages", sets=("labels",))
 def remove_label(state: EmailState, message_id: MessageId, label: Tag) -> Message:
     """Remove a label from a message.
 
@@ -529,7 +554,7 @@ def remove_label(state: EmailState, message_id: MessageId, label: Tag) -> Messag
     return message
 
 
-@service.write
+@service.write(op="update", entity="message", collection="messages", sets=("folder",))
 def move_message(state: EmailState, message_id: MessageId, folder: Folder) -> Message:
     """Move a message to another folder (archive it, trash it or bring it back to the inbox).
 
@@ -544,7 +569,7 @@ def move_message(state: EmailState, message_id: MessageId, folder: Folder) -> Me
     return message
 
 
-@service.write
+@service.write(op="delete", entity="message", collection="messages")
 def delete_message(state: EmailState, message_id: MessageId) -> Deleted:
     """Delete a message that is already in the trash (move it there first).
 

@@ -319,7 +319,12 @@ def _summary(file: File) -> FileSummary:
     return FileSummary.model_validate(file.model_dump(exclude={"content"}))
 
 
-@service.read
+@service.read(
+    op="list",
+    entity="file",
+    collection="files",
+    reads=("folder_id", "owner", "shared_with.email", "mime_type", "name", "trashed"),
+)
 def list_files(
     state: FilesState,
     folder_id: FolderId | None = None,
@@ -358,7 +363,7 @@ def list_files(
     return paginate([_summary(f) for f in rows], offset, limit)
 
 
-@service.read
+@service.read(op="search", entity="file", collection="files", reads=("name", "content", "mime_type"))
 def search_files(
     state: FilesState, query: Query, mime_type: MimeType | None = None, offset: Offset = 0, limit: Limit = 20
 ) -> Page[FileSummary]:
@@ -382,7 +387,7 @@ def search_files(
     return paginate([_summary(f) for f in rows], offset, limit)
 
 
-@service.read
+@service.read(op="get", entity="file", collection="files")
 def get_file(state: FilesState, file_id: FileId) -> File:
     """Get one file with its content and sharing settings.
 
@@ -392,7 +397,7 @@ def get_file(state: FilesState, file_id: FileId) -> File:
     return _visible(state, file_id)
 
 
-@service.read
+@service.read(op="list", entity="folder", collection="folders", reads=("parent_id", "name"))
 def list_folders(
     state: FilesState,
     parent_id: FolderId | None = None,
@@ -416,7 +421,7 @@ def list_folders(
     return paginate(sorted(rows, key=lambda f: (f.name.lower(), f.id)), offset, limit)
 
 
-@service.write
+@service.write(op="create", entity="folder", collection="folders", sets=("name", "parent_id", "owner"))
 def create_folder(state: FilesState, name: FolderName, parent_id: FolderId | None = None) -> Folder:
     """Create a folder, at the drive root or inside another folder.
 
@@ -433,7 +438,12 @@ def create_folder(state: FilesState, name: FolderName, parent_id: FolderId | Non
     return made
 
 
-@service.write
+@service.write(
+    op="create",
+    entity="file",
+    collection="files",
+    sets=("name", "mime_type", "folder_id", "owner", "classification", "content"),
+)
 def create_file(
     state: FilesState,
     name: FileName,
@@ -458,7 +468,7 @@ def create_file(
     return _save_version(state, file, content, state.me, file.created_at, "Created")
 
 
-@service.write
+@service.write(op="update", entity="file", collection="files", sets=("content",))
 def update_file_content(
     state: FilesState,
     file_id: FileId,
@@ -482,7 +492,7 @@ def update_file_content(
     return _save_version(state, file, content, state.me, state.tick(), note)
 
 
-@service.write
+@service.write(op="update", entity="file", collection="files", sets=("name",))
 def rename_file(state: FilesState, file_id: FileId, name: FileName) -> File:
     """Rename a file in place.
 
@@ -496,7 +506,7 @@ def rename_file(state: FilesState, file_id: FileId, name: FileName) -> File:
     return file
 
 
-@service.write
+@service.write(op="update", entity="file", collection="files", sets=("folder_id",))
 def move_file(state: FilesState, file_id: FileId, folder_id: FolderId | None = None) -> File:
     """Move a file into another folder.
 
@@ -513,7 +523,12 @@ def move_file(state: FilesState, file_id: FileId, folder_id: FolderId | None = N
     return file
 
 
-@service.write
+@service.write(
+    op="create",
+    entity="file",
+    collection="files",
+    sets=("name", "mime_type", "folder_id", "owner", "classification", "content"),
+)
 def copy_file(
     state: FilesState, file_id: FileId, name: FileName | None = None, folder_id: FolderId | None = None
 ) -> File:
@@ -534,7 +549,7 @@ def copy_file(
     return create_file(state, new_name, original.content, original.mime_type, target, original.classification)
 
 
-@service.write
+@service.write(op="append", entity="file", collection="files", sets=("shared_with",))
 def share_file(state: FilesState, file_id: FileId, email: EmailAddress, role: Role = "viewer") -> File:
     """Share a file with a person, or change the role they already have.
 
@@ -557,7 +572,7 @@ def share_file(state: FilesState, file_id: FileId, email: EmailAddress, role: Ro
     return file
 
 
-@service.write
+@service.write(op="remove", entity="file", collection="files", sets=("shared_with",))
 def unshare_file(state: FilesState, file_id: FileId, email: EmailAddress) -> File:
     """Remove a person's access to a file (owner only).
 
@@ -573,7 +588,7 @@ def unshare_file(state: FilesState, file_id: FileId, email: EmailAddress) -> Fil
     return file
 
 
-@service.read
+@service.read(op="list", entity="version", collection="versions", reads=("file_id",))
 def list_versions(state: FilesState, file_id: FileId) -> list[FileVersion]:
     """List every saved version of a file, newest first.
 
@@ -585,7 +600,7 @@ def list_versions(state: FilesState, file_id: FileId) -> list[FileVersion]:
     return sorted(rows, key=lambda v: v.version, reverse=True)
 
 
-@service.write
+@service.write(op="update", entity="file", collection="files", sets=("content",))
 def restore_version(state: FilesState, file_id: FileId, version_id: VersionId) -> File:
     """Make an earlier version's content current again (saved as a new version).
 
@@ -603,7 +618,7 @@ def restore_version(state: FilesState, file_id: FileId, version_id: VersionId) -
     return _save_version(state, file, version.content, state.me, state.tick(), note)
 
 
-@service.write
+@service.write(op="transition", entity="file", collection="files", sets=("trashed",))
 def trash_file(state: FilesState, file_id: FileId) -> File:
     """Move a file to the trash (owner only).
 
@@ -617,7 +632,7 @@ def trash_file(state: FilesState, file_id: FileId) -> File:
     return file
 
 
-@service.write
+@service.write(op="transition", entity="file", collection="files", sets=("trashed",))
 def restore_file(state: FilesState, file_id: FileId) -> File:
     """Bring a file back from the trash into its folder (owner only).
 
@@ -632,7 +647,7 @@ def restore_file(state: FilesState, file_id: FileId) -> File:
     return file
 
 
-@service.write
+@service.write(op="delete", entity="file", collection="files")
 def delete_file_permanently(state: FilesState, file_id: FileId) -> Deleted:
     """Delete a trashed file and its versions for good (owner only; trash it first).
 

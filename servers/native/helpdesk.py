@@ -257,7 +257,12 @@ def _comment(state: HelpdeskState, ticket: Ticket, body: str, public: bool) -> C
     return comment
 
 
-@service.read
+@service.read(
+    op="list",
+    entity="ticket",
+    collection="tickets",
+    reads=("status", "priority", "assignee", "requester", "tags", "subject", "description", "reference", "sla_due_at"),
+)
 def list_tickets(
     state: HelpdeskState,
     status: TicketStatus | None = None,
@@ -300,7 +305,7 @@ def list_tickets(
     return paginate(sorted(rows, key=lambda t: (t.sla_due_at, t.id)), offset, limit)
 
 
-@service.read
+@service.read(op="get", entity="ticket", collection="tickets")
 def get_ticket(state: HelpdeskState, ticket_id: TicketId) -> Ticket:
     """Get one ticket.
 
@@ -310,7 +315,24 @@ def get_ticket(state: HelpdeskState, ticket_id: TicketId) -> Ticket:
     return require(state.tickets, ticket_id, "ticket")
 
 
-@service.write
+@service.write(
+    op="create",
+    entity="ticket",
+    collection="tickets",
+    sets=(
+        "subject",
+        "description",
+        "requester",
+        "requester_name",
+        "company",
+        "status",
+        "priority",
+        "channel",
+        "tags",
+        "product_sku",
+        "reference",
+    ),
+)
 def create_ticket(
     state: HelpdeskState,
     requester: EmailAddress,
@@ -348,7 +370,9 @@ def create_ticket(
     return ticket
 
 
-@service.write
+@service.write(
+    op="update", entity="ticket", collection="tickets", sets=("subject", "priority", "tags", "product_sku", "reference")
+)
 def update_ticket(
     state: HelpdeskState,
     ticket_id: TicketId,
@@ -380,7 +404,7 @@ def update_ticket(
     return updated
 
 
-@service.write
+@service.write(op="update", entity="ticket", collection="tickets", sets=("assignee",))
 def assign_ticket(state: HelpdeskState, ticket_id: TicketId, assignee: EmailAddress) -> Ticket:
     """Assign a ticket to a Support agent.
 
@@ -399,7 +423,7 @@ def assign_ticket(state: HelpdeskState, ticket_id: TicketId, assignee: EmailAddr
     return ticket
 
 
-@service.write
+@service.write(op="transition", entity="ticket", collection="tickets", sets=("status",))
 def set_ticket_status(state: HelpdeskState, ticket_id: TicketId, status: TicketStatus) -> Ticket:
     """Move a ticket along its workflow: open ⇄ pending → solved → closed (solved may reopen).
 
@@ -418,7 +442,7 @@ def set_ticket_status(state: HelpdeskState, ticket_id: TicketId, status: TicketS
     return ticket
 
 
-@service.write
+@service.write(op="create", entity="comment", collection="comments", sets=("ticket_id", "author", "body", "public"))
 def add_comment(state: HelpdeskState, ticket_id: TicketId, body: DocumentText, public: Flag = True) -> Comment:
     """Reply to the requester (public) or leave an internal note for agents (not public).
 
@@ -433,7 +457,7 @@ def add_comment(state: HelpdeskState, ticket_id: TicketId, body: DocumentText, p
     return _comment(state, ticket, body, public)
 
 
-@service.read
+@service.read(op="list", entity="comment", collection="comments", reads=("ticket_id", "public"))
 def list_comments(state: HelpdeskState, ticket_id: TicketId, public_only: Flag = False) -> list[Comment]:
     """List the comments of a ticket, oldest first.
 
@@ -446,7 +470,7 @@ def list_comments(state: HelpdeskState, ticket_id: TicketId, public_only: Flag =
     return sorted(rows, key=lambda c: (c.created_at, c.id))
 
 
-@service.write
+@service.write(op="transition", entity="ticket", collection="tickets", sets=("priority", "escalated", "assignee"))
 def escalate_ticket(state: HelpdeskState, ticket_id: TicketId, reason: Note) -> Ticket:
     """Escalate an unsolved ticket: priority up one level, a fresh SLA, handed to the Support lead.
 
@@ -468,7 +492,7 @@ def escalate_ticket(state: HelpdeskState, ticket_id: TicketId, reason: Note) -> 
     return ticket
 
 
-@service.write
+@service.write(op="action", entity="ticket", collection="tickets", sets=("tags", "status", "merged_into"))
 def merge_tickets(state: HelpdeskState, source_ticket_id: TicketId, target_ticket_id: TicketId) -> Ticket:
     """Merge a duplicate ticket into another from the same requester; the duplicate is closed.
 
@@ -495,7 +519,7 @@ def merge_tickets(state: HelpdeskState, source_ticket_id: TicketId, target_ticke
     return target
 
 
-@service.write
+@service.write(op="delete", entity="ticket", collection="tickets")
 def delete_ticket(state: HelpdeskState, ticket_id: TicketId) -> Ticket:
     """Delete a spam ticket (tagged spam) with its comments and return it; real tickets are kept.
 
@@ -511,7 +535,7 @@ def delete_ticket(state: HelpdeskState, ticket_id: TicketId) -> Ticket:
     return ticket
 
 
-@service.read
+@service.read(op="list", entity="user", collection="users", reads=("name", "email", "company", "role"))
 def list_users(
     state: HelpdeskState,
     query: Query | None = None,
@@ -535,7 +559,7 @@ def list_users(
     return paginate(sorted(rows, key=lambda u: (u.name.lower(), u.email)), offset, limit)
 
 
-@service.read
+@service.read(op="aggregate", entity="user", collection="users", reads=("role",))
 def list_agents(state: HelpdeskState) -> list[AgentLoad]:
     """List the Support agents with their current workload, lightest first."""
     rows = []
@@ -549,7 +573,9 @@ def list_agents(state: HelpdeskState) -> list[AgentLoad]:
     return sorted(rows, key=lambda a: (a.open_tickets, a.email))
 
 
-@service.read
+@service.read(
+    op="aggregate", entity="ticket", collection="tickets", reads=("priority", "status", "assignee", "sla_due_at")
+)
 def sla_report(state: HelpdeskState, assignee: EmailAddress | None = None) -> list[SlaLine]:
     """Count unsolved and SLA-breached tickets per priority.
 

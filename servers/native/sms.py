@@ -311,7 +311,7 @@ def _outbound(state: SmsState, number: OwnedNumber, to: str, body: str, schedule
     return message
 
 
-@service.read
+@service.read(op="list", entity="number", collection="numbers", reads=("status", "label", "number"))
 def list_numbers(
     state: SmsState,
     status: NumberStatus | None = None,
@@ -335,7 +335,9 @@ def list_numbers(
     return paginate(rows, offset, limit)
 
 
-@service.read
+@service.read(
+    op="list", entity="contact", collection="contacts", reads=("name", "email", "phone", "tags", "company", "opted_out")
+)
 def list_contacts(
     state: SmsState,
     query: Query | None = None,
@@ -369,7 +371,7 @@ def list_contacts(
     return paginate(sorted(rows, key=lambda c: (c.name, c.id)), offset, limit)
 
 
-@service.read
+@service.read(op="get", entity="contact", collection="contacts")
 def get_contact(state: SmsState, contact_id: ContactId) -> Contact:
     """Get one contact.
 
@@ -379,7 +381,12 @@ def get_contact(state: SmsState, contact_id: ContactId) -> Contact:
     return require(state.contacts, contact_id, "contact")
 
 
-@service.write
+@service.write(
+    op="create",
+    entity="contact",
+    collection="contacts",
+    sets=("phone", "name", "email", "company", "line_type", "tags"),
+)
 def create_contact(
     state: SmsState,
     phone: PhoneNumber,
@@ -416,7 +423,7 @@ def create_contact(
     return contact
 
 
-@service.write
+@service.write(op="update", entity="contact", collection="contacts", sets=("name", "email", "company", "tags"))
 def update_contact(
     state: SmsState,
     contact_id: ContactId,
@@ -443,7 +450,7 @@ def update_contact(
     return contact
 
 
-@service.write
+@service.write(op="delete", entity="contact", collection="contacts")
 def delete_contact(state: SmsState, contact_id: ContactId) -> DeletedContact:
     """Delete a contact that has no scheduled messages and has not opted out.
 
@@ -461,7 +468,12 @@ def delete_contact(state: SmsState, contact_id: ContactId) -> DeletedContact:
     return DeletedContact(id=contact_id, deleted=True)
 
 
-@service.read
+@service.read(
+    op="list",
+    entity="message",
+    collection="messages",
+    reads=("number_id", "from_number", "to_number", "direction", "status", "body"),
+)
 def list_messages(
     state: SmsState,
     number_id: NumberId | None = None,
@@ -495,7 +507,7 @@ def list_messages(
     return paginate(sorted(rows, key=lambda m: (m.created_at, m.id), reverse=True), offset, limit)
 
 
-@service.read
+@service.read(op="get", entity="message", collection="messages")
 def get_message(state: SmsState, message_id: MessageId) -> SmsMessage:
     """Get one message with its delivery status.
 
@@ -505,7 +517,7 @@ def get_message(state: SmsState, message_id: MessageId) -> SmsMessage:
     return require(state.messages, message_id, "message")
 
 
-@service.read
+@service.read(op="aggregate", entity="message", collection="messages", reads=("number_id", "from_number", "to_number"))
 def list_conversations(
     state: SmsState,
     number_id: NumberId | None = None,
@@ -545,7 +557,23 @@ def list_conversations(
     return paginate(sorted(rows, key=lambda c: (c.last_message_at, c.phone), reverse=True), offset, limit)
 
 
-@service.write
+@service.write(
+    op="send",
+    entity="message",
+    collection="messages",
+    sets=(
+        "number_id",
+        "direction",
+        "from_number",
+        "to_number",
+        "body",
+        "status",
+        "segments",
+        "price",
+        "currency",
+        "error_code",
+    ),
+)
 def send_message(state: SmsState, from_number_id: NumberId, to: PhoneNumber, body: MessageText) -> SmsMessage:
     """Send an SMS now from one of the organisation's numbers.
 
@@ -558,7 +586,23 @@ def send_message(state: SmsState, from_number_id: NumberId, to: PhoneNumber, bod
     return _outbound(state, number, to, body, None)
 
 
-@service.write
+@service.write(
+    op="send",
+    entity="message",
+    collection="messages",
+    sets=(
+        "number_id",
+        "direction",
+        "from_number",
+        "to_number",
+        "body",
+        "status",
+        "segments",
+        "price",
+        "currency",
+        "scheduled_for",
+    ),
+)
 def schedule_message(
     state: SmsState, from_number_id: NumberId, to: PhoneNumber, body: MessageText, send_at: DateTime
 ) -> SmsMessage:
@@ -581,7 +625,7 @@ def schedule_message(
     return _outbound(state, number, to, body, send_at.astimezone(dt.UTC))
 
 
-@service.write
+@service.write(op="transition", entity="message", collection="messages", sets=("status",))
 def cancel_scheduled_message(state: SmsState, message_id: MessageId) -> SmsMessage:
     """Cancel a scheduled message before it is sent.
 
@@ -596,7 +640,23 @@ def cancel_scheduled_message(state: SmsState, message_id: MessageId) -> SmsMessa
     return message
 
 
-@service.write
+@service.write(
+    op="send",
+    entity="message",
+    collection="messages",
+    sets=(
+        "number_id",
+        "direction",
+        "from_number",
+        "to_number",
+        "body",
+        "status",
+        "segments",
+        "price",
+        "currency",
+        "error_code",
+    ),
+)
 def resend_message(state: SmsState, message_id: MessageId) -> SmsMessage:
     """Send a failed or undelivered outbound message again, as a new message.
 
@@ -617,7 +677,9 @@ def _contact_by_phone(state: SmsState, phone: str) -> Contact:
     return contact
 
 
-@service.write
+@service.write(
+    op="transition", entity="contact", collection="contacts", reads=("phone",), sets=("opted_out", "opted_out_at")
+)
 def opt_out(state: SmsState, phone: PhoneNumber) -> Contact:
     """Record that a contact asked to receive no more messages.
 
@@ -631,7 +693,9 @@ def opt_out(state: SmsState, phone: PhoneNumber) -> Contact:
     return contact
 
 
-@service.write
+@service.write(
+    op="transition", entity="contact", collection="contacts", reads=("phone",), sets=("opted_out", "opted_out_at")
+)
 def opt_in(state: SmsState, phone: PhoneNumber) -> Contact:
     """Lift an opt-out; allowed only after the contact texted START (or UNSTOP, YES) back.
 

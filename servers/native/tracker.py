@@ -269,7 +269,9 @@ def _blocks_transitively(state: TrackerState, start: str, target: str) -> bool:
     return False
 
 
-@service.read
+@service.read(
+    op="list", entity="project", collection="projects", reads=("name", "key", "description", "status", "owner")
+)
 def list_projects(
     state: TrackerState,
     query: Query | None = None,
@@ -297,7 +299,7 @@ def list_projects(
     return paginate(sorted(rows, key=lambda p: (p.name.lower(), p.id)), offset, limit)
 
 
-@service.read
+@service.read(op="get", entity="project", collection="projects")
 def get_project(state: TrackerState, project_id: ProjectId) -> Project:
     """Get one project.
 
@@ -307,7 +309,9 @@ def get_project(state: TrackerState, project_id: ProjectId) -> Project:
     return require(state.projects, project_id, "project")
 
 
-@service.write
+@service.write(
+    op="create", entity="project", collection="projects", sets=("name", "description", "owner", "status", "due_date")
+)
 def create_project(
     state: TrackerState,
     name: Title,
@@ -338,7 +342,7 @@ def create_project(
     return project
 
 
-@service.write
+@service.write(op="transition", entity="project", collection="projects", sets=("status",))
 def archive_project(state: TrackerState, project_id: ProjectId) -> Project:
     """Archive a project you own; it and its tasks become read-only.
 
@@ -353,7 +357,23 @@ def archive_project(state: TrackerState, project_id: ProjectId) -> Project:
     return project
 
 
-@service.read
+@service.read(
+    op="list",
+    entity="task",
+    collection="tasks",
+    reads=(
+        "project_id",
+        "assignee",
+        "status",
+        "priority",
+        "labels",
+        "title",
+        "description",
+        "key",
+        "due_date",
+        "parent_id",
+    ),
+)
 def list_tasks(
     state: TrackerState,
     project_id: ProjectId | None = None,
@@ -400,7 +420,7 @@ def list_tasks(
     return paginate(sorted(rows, key=lambda t: (t.due_date or dt.date.max, t.id)), offset, limit)
 
 
-@service.read
+@service.read(op="get", entity="task", collection="tasks")
 def get_task(state: TrackerState, task_id: TaskId) -> Task:
     """Get one task.
 
@@ -410,7 +430,23 @@ def get_task(state: TrackerState, task_id: TaskId) -> Task:
     return require(state.tasks, task_id, "task")
 
 
-@service.write
+@service.write(
+    op="create",
+    entity="task",
+    collection="tasks",
+    sets=(
+        "project_id",
+        "title",
+        "description",
+        "assignee",
+        "reporter",
+        "status",
+        "priority",
+        "labels",
+        "due_date",
+        "parent_id",
+    ),
+)
 def create_task(
     state: TrackerState,
     project_id: ProjectId,
@@ -453,7 +489,12 @@ def create_task(
     return task
 
 
-@service.write
+@service.write(
+    op="update",
+    entity="task",
+    collection="tasks",
+    sets=("title", "description", "assignee", "priority", "due_date", "labels"),
+)
 def update_task(
     state: TrackerState,
     task_id: TaskId,
@@ -487,7 +528,7 @@ def update_task(
     return updated
 
 
-@service.write
+@service.write(op="transition", entity="task", collection="tasks", sets=("status", "completed_at"))
 def set_task_status(state: TrackerState, task_id: TaskId, status: TaskStatus) -> Task:
     """Move a task to another status; done needs its blockers and subtasks finished.
 
@@ -513,7 +554,7 @@ def set_task_status(state: TrackerState, task_id: TaskId, status: TaskStatus) ->
     return task
 
 
-@service.write
+@service.write(op="update", entity="task", collection="tasks", sets=("project_id",))
 def move_task(state: TrackerState, task_id: TaskId, project_id: ProjectId) -> Task:
     """Move a task, with its subtasks, to another active project; they get new keys there.
 
@@ -534,7 +575,7 @@ def move_task(state: TrackerState, task_id: TaskId, project_id: ProjectId) -> Ta
     return task
 
 
-@service.write
+@service.write(op="delete", entity="task", collection="tasks")
 def delete_task(state: TrackerState, task_id: TaskId) -> Task:
     """Delete a task you reported or whose project you own, with its comments, and return it.
 
@@ -557,7 +598,7 @@ def delete_task(state: TrackerState, task_id: TaskId) -> Task:
     return task
 
 
-@service.write
+@service.write(op="append", entity="task", collection="tasks", sets=("blocked_by",))
 def add_dependency(state: TrackerState, task_id: TaskId, blocked_by_task_id: TaskId) -> Task:
     """Record that a task cannot be completed before another one is finished.
 
@@ -578,7 +619,7 @@ def add_dependency(state: TrackerState, task_id: TaskId, blocked_by_task_id: Tas
     return task
 
 
-@service.write
+@service.write(op="remove", entity="task", collection="tasks", sets=("blocked_by",))
 def remove_dependency(state: TrackerState, task_id: TaskId, blocked_by_task_id: TaskId) -> Task:
     """Remove a dependency between two tasks.
 
@@ -595,7 +636,7 @@ def remove_dependency(state: TrackerState, task_id: TaskId, blocked_by_task_id: 
     return task
 
 
-@service.write
+@service.write(op="create", entity="comment", collection="comments", sets=("task_id", "author", "body"))
 def add_comment(state: TrackerState, task_id: TaskId, body: Note) -> Comment:
     """Comment on a task in an active project.
 
@@ -612,7 +653,7 @@ def add_comment(state: TrackerState, task_id: TaskId, body: Note) -> Comment:
     return comment
 
 
-@service.read
+@service.read(op="list", entity="comment", collection="comments", reads=("task_id",))
 def list_comments(state: TrackerState, task_id: TaskId) -> list[Comment]:
     """List the comments of a task, oldest first.
 
@@ -623,7 +664,7 @@ def list_comments(state: TrackerState, task_id: TaskId) -> list[Comment]:
     return sorted((c for c in state.comments.values() if c.task_id == task_id), key=lambda c: (c.created_at, c.id))
 
 
-@service.read
+@service.read(op="list", entity="member", collection="members", reads=("name", "email", "title", "department"))
 def list_members(state: TrackerState, query: Query | None = None, department: Department | None = None) -> list[Member]:
     """List the workspace members (who can own projects and be assigned tasks) with their open task counts.
 

@@ -323,7 +323,7 @@ def _excerpt(page: WikiPage, query: str) -> str:
     return page.body[start : start + 240]
 
 
-@service.read
+@service.read(op="list", entity="space", collection="spaces", reads=("name", "key"))
 def list_spaces(state: WikiState, query: Query | None = None) -> list[Space]:
     """List the wiki's spaces (restricted ones included, flagged), by key.
 
@@ -333,7 +333,12 @@ def list_spaces(state: WikiState, query: Query | None = None) -> list[Space]:
     return [s for k, s in sorted(state.spaces.items()) if contains(s.name, query) or contains(k, query)]
 
 
-@service.read
+@service.read(
+    op="list",
+    entity="page",
+    collection="pages",
+    reads=("space_key", "parent_id", "labels", "author", "title", "status"),
+)
 def list_pages(
     state: WikiState,
     space_key: SpaceKey | None = None,
@@ -374,7 +379,7 @@ def list_pages(
     return paginate([_summary(p) for p in rows], offset, limit)
 
 
-@service.read
+@service.read(op="search", entity="page", collection="pages", reads=("title", "body", "space_key", "status"))
 def search_pages(
     state: WikiState,
     query: Query,
@@ -417,7 +422,7 @@ def search_pages(
     return paginate(hits, offset, limit)
 
 
-@service.read
+@service.read(op="get", entity="page", collection="pages")
 def get_page(state: WikiState, page_id: PageId) -> WikiPage:
     """Get one page with its body.
 
@@ -427,7 +432,12 @@ def get_page(state: WikiState, page_id: PageId) -> WikiPage:
     return _page(state, page_id)
 
 
-@service.write
+@service.write(
+    op="create",
+    entity="page",
+    collection="pages",
+    sets=("space_key", "title", "parent_id", "labels", "status", "author", "body"),
+)
 def create_page(
     state: WikiState,
     space_key: SpaceKey,
@@ -457,7 +467,7 @@ def create_page(
     return page
 
 
-@service.write
+@service.write(op="update", entity="page", collection="pages", sets=("title", "body"))
 def update_page(
     state: WikiState,
     page_id: PageId,
@@ -486,7 +496,7 @@ def update_page(
     return page
 
 
-@service.read
+@service.read(op="list", entity="version", collection="versions", reads=("page_id",))
 def list_page_versions(state: WikiState, page_id: PageId) -> list[PageVersion]:
     """List every saved version of a page, newest first.
 
@@ -497,7 +507,7 @@ def list_page_versions(state: WikiState, page_id: PageId) -> list[PageVersion]:
     return sorted((v for v in state.versions.values() if v.page_id == page_id), key=lambda v: -v.version)
 
 
-@service.write
+@service.write(op="update", entity="page", collection="pages", sets=("title", "body"))
 def restore_page_version(state: WikiState, page_id: PageId, version: VersionNumber) -> WikiPage:
     """Make an earlier version current again (saved as a new version).
 
@@ -514,7 +524,7 @@ def restore_page_version(state: WikiState, page_id: PageId, version: VersionNumb
     return page
 
 
-@service.write
+@service.write(op="create", entity="comment", collection="comments", sets=("page_id", "author", "body", "resolved"))
 def add_comment(state: WikiState, page_id: PageId, body: Note) -> Comment:
     """Comment on a page.
 
@@ -532,7 +542,7 @@ def add_comment(state: WikiState, page_id: PageId, body: Note) -> Comment:
     return comment
 
 
-@service.read
+@service.read(op="list", entity="comment", collection="comments", reads=("page_id", "resolved"))
 def list_comments(state: WikiState, page_id: PageId, include_resolved: Flag = False) -> list[Comment]:
     """List the comments of a page, oldest first.
 
@@ -545,7 +555,7 @@ def list_comments(state: WikiState, page_id: PageId, include_resolved: Flag = Fa
     return sorted(rows, key=lambda c: (c.created_at, c.id))
 
 
-@service.write
+@service.write(op="transition", entity="comment", collection="comments", sets=("resolved",))
 def resolve_comment(state: WikiState, comment_id: CommentId) -> Comment:
     """Mark a comment thread as resolved.
 
@@ -560,7 +570,7 @@ def resolve_comment(state: WikiState, comment_id: CommentId) -> Comment:
     return comment
 
 
-@service.write
+@service.write(op="append", entity="page", collection="pages", sets=("labels",))
 def add_label(state: WikiState, page_id: PageId, label: Tag) -> WikiPage:
     """Put a label on a page.
 
@@ -575,7 +585,7 @@ def add_label(state: WikiState, page_id: PageId, label: Tag) -> WikiPage:
     return page
 
 
-@service.write
+@service.write(op="remove", entity="page", collection="pages", sets=("labels",))
 def remove_label(state: WikiState, page_id: PageId, label: Tag) -> WikiPage:
     """Take a label off a page.
 
@@ -590,7 +600,7 @@ def remove_label(state: WikiState, page_id: PageId, label: Tag) -> WikiPage:
     return page
 
 
-@service.write
+@service.write(op="update", entity="page", collection="pages", sets=("space_key", "parent_id"))
 def move_page(
     state: WikiState, page_id: PageId, space_key: SpaceKey | None = None, parent_id: PageId | None = None
 ) -> WikiPage:
@@ -622,7 +632,7 @@ def move_page(
     return page
 
 
-@service.write
+@service.write(op="transition", entity="page", collection="pages", sets=("status",))
 def archive_page(state: WikiState, page_id: PageId, include_children: Flag = False) -> WikiPage:
     """Archive a page; with ``include_children`` its whole subtree is archived too.
 
@@ -642,7 +652,7 @@ def archive_page(state: WikiState, page_id: PageId, include_children: Flag = Fal
     return page
 
 
-@service.write
+@service.write(op="transition", entity="page", collection="pages", sets=("status",))
 def restore_page(state: WikiState, page_id: PageId) -> WikiPage:
     """Bring an archived page back (its parent must be current).
 

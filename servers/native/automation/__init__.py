@@ -95,7 +95,7 @@ service = Service(
 )
 
 
-@service.read
+@service.read(op="list", entity="webhook", collection="webhooks", reads=("status", "events", "name", "target_url"))
 def list_webhooks(
     state: AutomationState,
     status: WebhookStatus | None = None,
@@ -123,7 +123,7 @@ def list_webhooks(
     return paginate(sorted(rows, key=lambda h: (h.name, h.id)), offset, limit)
 
 
-@service.read
+@service.read(op="get", entity="webhook", collection="webhooks")
 def get_webhook(state: AutomationState, webhook_id: WebhookId) -> Webhook:
     """Get one webhook.
 
@@ -133,7 +133,9 @@ def get_webhook(state: AutomationState, webhook_id: WebhookId) -> Webhook:
     return require(state.webhooks, webhook_id, "webhook")
 
 
-@service.write
+@service.write(
+    op="create", entity="webhook", collection="webhooks", sets=("name", "target_url", "events", "status", "created_by")
+)
 def create_webhook(state: AutomationState, name: Title, target_url: Url, events: list[EventName]) -> Webhook:
     """Create an enabled webhook that POSTs the subscribed events to a URL.
 
@@ -157,7 +159,7 @@ def create_webhook(state: AutomationState, name: Title, target_url: Url, events:
     return hook
 
 
-@service.write
+@service.write(op="update", entity="webhook", collection="webhooks", sets=("name", "target_url", "events"))
 def update_webhook(
     state: AutomationState,
     webhook_id: WebhookId,
@@ -185,7 +187,7 @@ def update_webhook(
     return hook
 
 
-@service.write
+@service.write(op="transition", entity="webhook", collection="webhooks", sets=("status", "disabled_reason"))
 def set_webhook_status(state: AutomationState, webhook_id: WebhookId, status: WebhookStatus) -> Webhook:
     """Enable or disable a webhook; enabling clears its failure streak.
 
@@ -205,7 +207,7 @@ def set_webhook_status(state: AutomationState, webhook_id: WebhookId, status: We
     return hook
 
 
-@service.write
+@service.write(op="delete", entity="webhook", collection="webhooks")
 def delete_webhook(state: AutomationState, webhook_id: WebhookId) -> Deleted:
     """Delete a disabled webhook (disable it first); its delivery log is kept.
 
@@ -220,7 +222,12 @@ def delete_webhook(state: AutomationState, webhook_id: WebhookId) -> Deleted:
     return Deleted(id=webhook_id, deleted=True)
 
 
-@service.write
+@service.write(
+    op="send",
+    entity="delivery",
+    collection="deliveries",
+    sets=("webhook_id", "event", "target_url", "payload", "status", "response_code", "test", "error"),
+)
 def test_webhook(
     state: AutomationState,
     webhook_id: WebhookId,
@@ -259,7 +266,7 @@ def test_webhook(
     return _deliver(state, hook, delivery)
 
 
-@service.read
+@service.read(op="list", entity="delivery", collection="deliveries", reads=("webhook_id", "status", "event"))
 def list_deliveries(
     state: AutomationState,
     webhook_id: WebhookId | None = None,
@@ -287,7 +294,9 @@ def list_deliveries(
     return paginate(sorted(rows, key=lambda d: (d.created_at, d.id), reverse=True), offset, limit)
 
 
-@service.write
+@service.write(
+    op="send", entity="delivery", collection="deliveries", sets=("target_url", "status", "response_code", "error")
+)
 def retry_delivery(state: AutomationState, delivery_id: DeliveryId) -> Delivery:
     """Retry a failed delivery against its webhook's current URL.
 
@@ -306,7 +315,12 @@ def retry_delivery(state: AutomationState, delivery_id: DeliveryId) -> Delivery:
     return _deliver(state, hook, delivery)
 
 
-@service.read
+@service.read(
+    op="list",
+    entity="rule",
+    collection="rules",
+    reads=("status", "trigger_event", "action_service", "name", "action_details"),
+)
 def list_rules(
     state: AutomationState,
     status: RuleStatus | None = None,
@@ -337,7 +351,7 @@ def list_rules(
     return paginate(sorted(rows, key=lambda r: (r.name, r.id)), offset, limit)
 
 
-@service.read
+@service.read(op="get", entity="rule", collection="rules")
 def get_rule(state: AutomationState, rule_id: RuleId) -> Rule:
     """Get one automation rule.
 
@@ -347,7 +361,12 @@ def get_rule(state: AutomationState, rule_id: RuleId) -> Rule:
     return require(state.rules, rule_id, "rule")
 
 
-@service.write
+@service.write(
+    op="create",
+    entity="rule",
+    collection="rules",
+    sets=("name", "trigger_event", "condition", "action_service", "action_tool", "action_details", "status", "owner"),
+)
 def create_rule(
     state: AutomationState,
     name: Title,
@@ -393,7 +412,7 @@ def create_rule(
     return rule
 
 
-@service.write
+@service.write(op="transition", entity="rule", collection="rules", sets=("status",))
 def set_rule_status(state: AutomationState, rule_id: RuleId, status: RuleStatus) -> Rule:
     """Activate, pause or archive a rule (archiving is final).
 
@@ -411,7 +430,12 @@ def set_rule_status(state: AutomationState, rule_id: RuleId, status: RuleStatus)
     return rule
 
 
-@service.write
+@service.write(
+    op="action",
+    entity="run",
+    collection="runs",
+    sets=("rule_id", "event", "status", "started_at", "payload", "detail", "manual"),
+)
 def run_rule(state: AutomationState, rule_id: RuleId, payload: PayloadText) -> Run:
     """Run an active rule by hand on an event payload; the run lands in its history.
 
@@ -442,7 +466,7 @@ def run_rule(state: AutomationState, rule_id: RuleId, payload: PayloadText) -> R
     return run
 
 
-@service.read
+@service.read(op="list", entity="run", collection="runs", reads=("rule_id", "status"))
 def list_rule_runs(
     state: AutomationState,
     rule_id: RuleId | None = None,
@@ -466,7 +490,7 @@ def list_rule_runs(
     return paginate(sorted(rows, key=lambda r: (r.started_at, r.id), reverse=True), offset, limit)
 
 
-@service.read
+@service.read(op="list", entity="api_key", collection="api_keys", reads=("owner", "status"))
 def list_api_keys(
     state: AutomationState,
     owner: EmailAddress | None = None,
@@ -490,7 +514,9 @@ def list_api_keys(
     return paginate(sorted(rows, key=lambda k: (k.created_at, k.id), reverse=True), offset, limit)
 
 
-@service.write
+@service.write(
+    op="create", entity="api_key", collection="api_keys", sets=("name", "owner", "prefix", "scopes", "status")
+)
 def create_api_key(state: AutomationState, name: Title, owner: EmailAddress, scopes: list[Scope]) -> NewApiKey:
     """Create an API key; the full secret is returned once and never shown again.
 
@@ -526,7 +552,7 @@ def create_api_key(state: AutomationState, name: Title, owner: EmailAddress, sco
     return key
 
 
-@service.write
+@service.write(op="transition", entity="api_key", collection="api_keys", sets=("status", "revoked_at", "revoked_by"))
 def revoke_api_key(state: AutomationState, key_id: ApiKeyId, revoked_by: EmailAddress) -> ApiKey:
     """Revoke an API key (its owner or a workspace admin may).
 

@@ -112,7 +112,12 @@ def _check_room(
     return room
 
 
-@service.read
+@service.read(
+    op="list",
+    entity="event",
+    collection="events",
+    reads=("organizer", "attendees.email", "room_id", "series_id", "status", "title", "description", "start"),
+)
 def list_events(
     state: CalendarState,
     attendee: EmailAddress | None = None,
@@ -157,7 +162,7 @@ def list_events(
     return paginate(sorted(rows, key=lambda e: (e.start, e.id)), offset, limit)
 
 
-@service.read
+@service.read(op="get", entity="event", collection="events")
 def get_event(state: CalendarState, event_id: EventId) -> Event:
     """Get one event with its attendees and their answers.
 
@@ -167,7 +172,7 @@ def get_event(state: CalendarState, event_id: EventId) -> Event:
     return require(state.events, event_id, "event")
 
 
-@service.read
+@service.read(op="list", entity="room", collection="rooms", reads=("building", "capacity", "features", "name"))
 def list_rooms(
     state: CalendarState,
     building: Location | None = None,
@@ -198,7 +203,7 @@ def list_rooms(
     return paginate(rows, offset, limit)
 
 
-@service.read
+@service.read(op="list", entity="room", collection="rooms", reads=("in_service", "capacity", "features"))
 def find_free_rooms(
     state: CalendarState,
     start: DateTime,
@@ -226,7 +231,12 @@ def find_free_rooms(
     return sorted(rows, key=lambda r: (r.capacity, r.id))
 
 
-@service.read
+@service.read(
+    op="lookup",
+    entity="event",
+    collection="events",
+    reads=("organizer", "attendees.email", "attendees.response", "status", "start", "end"),
+)
 def free_busy(state: CalendarState, emails: list[EmailAddress], start: DateTime, end: DateTime) -> list[BusyBlock]:
     """Get the busy periods of people between two times (event details stay private).
 
@@ -247,7 +257,12 @@ def free_busy(state: CalendarState, emails: list[EmailAddress], start: DateTime,
     return blocks
 
 
-@service.read
+@service.read(
+    op="lookup",
+    entity="event",
+    collection="events",
+    reads=("organizer", "attendees.email", "attendees.response", "status", "start", "end"),
+)
 def find_meeting_times(
     state: CalendarState,
     attendees: list[EmailAddress],
@@ -284,7 +299,12 @@ def find_meeting_times(
     return slots
 
 
-@service.write
+@service.write(
+    op="create",
+    entity="event",
+    collection="events",
+    sets=("title", "description", "start", "end", "organizer", "attendees", "room_id", "location", "status"),
+)
 def create_event(
     state: CalendarState,
     title: Title,
@@ -328,7 +348,7 @@ def create_event(
     return event
 
 
-@service.write
+@service.write(op="update", entity="event", collection="events", sets=("title", "description", "location"))
 def update_event(
     state: CalendarState,
     event_id: EventId,
@@ -355,7 +375,7 @@ def update_event(
     return event
 
 
-@service.write
+@service.write(op="update", entity="event", collection="events", sets=("start", "end", "attendees.response"))
 def reschedule_event(state: CalendarState, event_id: EventId, start: DateTime, end: DateTime) -> Event:
     """Move one of the user's events to a new time; every attendee must answer again.
 
@@ -375,7 +395,7 @@ def reschedule_event(state: CalendarState, event_id: EventId, start: DateTime, e
     return event
 
 
-@service.write
+@service.write(op="update", entity="event", collection="events", sets=("room_id", "location"))
 def change_room(state: CalendarState, event_id: EventId, room_id: RoomId | None = None) -> Event:
     """Book another room for one of the user's events, or release its room.
 
@@ -397,7 +417,7 @@ def change_room(state: CalendarState, event_id: EventId, room_id: RoomId | None 
     return event
 
 
-@service.write
+@service.write(op="append", entity="event", collection="events", sets=("attendees",))
 def add_attendees(state: CalendarState, event_id: EventId, emails: list[EmailAddress], optional: Flag = False) -> Event:
     """Invite more people to one of the user's events.
 
@@ -423,7 +443,7 @@ def add_attendees(state: CalendarState, event_id: EventId, emails: list[EmailAdd
     return event
 
 
-@service.write
+@service.write(op="remove", entity="event", collection="events", sets=("attendees",))
 def remove_attendee(state: CalendarState, event_id: EventId, email: EmailAddress) -> Event:
     """Uninvite one person from one of the user's events.
 
@@ -440,7 +460,9 @@ def remove_attendee(state: CalendarState, event_id: EventId, email: EmailAddress
     return event
 
 
-@service.write
+@service.write(
+    op="update", entity="event", collection="events", reads=("attendees.email",), sets=("attendees.response",)
+)
 def respond_to_event(state: CalendarState, event_id: EventId, response: Reply) -> Event:
     """Answer an invitation on behalf of the user (accept, decline or maybe).
 
@@ -463,7 +485,7 @@ def respond_to_event(state: CalendarState, event_id: EventId, response: Reply) -
     return event
 
 
-@service.write
+@service.write(op="transition", entity="event", collection="events", reads=("series_id",), sets=("status",))
 def cancel_event(state: CalendarState, event_id: EventId, scope: CancelScope = "this") -> list[Event]:
     """Cancel one of the user's events, or this and every later occurrence of its series.
 

@@ -78,7 +78,9 @@ def _newest(rows: list[Message]) -> list[Message]:
     return sorted(rows, key=lambda m: (m.posted_at, m.id), reverse=True)
 
 
-@service.read
+@service.read(
+    op="list", entity="channel", collection="channels", reads=("name", "topic", "kind", "members", "archived")
+)
 def list_channels(
     state: ChatState,
     query: Query | None = None,
@@ -110,7 +112,7 @@ def list_channels(
     return paginate(sorted(rows, key=lambda c: (c.name or "~", c.id)), offset, limit)
 
 
-@service.read
+@service.read(op="get", entity="channel", collection="channels")
 def get_channel(state: ChatState, channel_id: ChannelId) -> Channel:
     """Get one channel with its members.
 
@@ -120,7 +122,12 @@ def get_channel(state: ChatState, channel_id: ChannelId) -> Channel:
     return _readable(state, channel_id)
 
 
-@service.read
+@service.read(
+    op="list",
+    entity="user",
+    collection="users",
+    reads=("name", "username", "title", "email", "department", "account_type"),
+)
 def list_users(
     state: ChatState,
     query: Query | None = None,
@@ -151,7 +158,9 @@ def list_users(
     return paginate(sorted(rows, key=lambda u: u.username), offset, limit)
 
 
-@service.read
+@service.read(
+    op="list", entity="message", collection="messages", reads=("channel_id", "thread_id", "author", "text", "pinned")
+)
 def list_messages(
     state: ChatState,
     channel_id: ChannelId,
@@ -184,7 +193,7 @@ def list_messages(
     return paginate(_newest(rows), offset, limit)
 
 
-@service.read
+@service.read(op="search", entity="message", collection="messages", reads=("text", "author"))
 def search_messages(
     state: ChatState, query: Query, author: Username | None = None, offset: Offset = 0, limit: Limit = 20
 ) -> Page[Message]:
@@ -205,7 +214,7 @@ def search_messages(
     return paginate(_newest(rows), offset, limit)
 
 
-@service.read
+@service.read(op="list", entity="message", collection="messages", reads=("thread_id",))
 def get_thread(state: ChatState, message_id: MessageId) -> list[Message]:
     """Get a message's thread: the parent first, then its replies oldest first.
 
@@ -226,7 +235,9 @@ def _invitable(state: ChatState, usernames: list[str]) -> list[str]:
     return list(dict.fromkeys(usernames))
 
 
-@service.write
+@service.write(
+    op="create", entity="channel", collection="channels", sets=("name", "kind", "topic", "members", "created_by")
+)
 def create_channel(
     state: ChatState,
     name: ChannelName,
@@ -259,7 +270,7 @@ def create_channel(
     return channel
 
 
-@service.write
+@service.write(op="update", entity="channel", collection="channels", sets=("topic",))
 def update_channel(state: ChatState, channel_id: ChannelId, topic: Note) -> Channel:
     """Set the topic of a channel the user belongs to.
 
@@ -275,7 +286,7 @@ def update_channel(state: ChatState, channel_id: ChannelId, topic: Note) -> Chan
     return channel
 
 
-@service.write
+@service.write(op="append", entity="channel", collection="channels", sets=("members",))
 def join_channel(state: ChatState, channel_id: ChannelId) -> Channel:
     """Join a public channel.
 
@@ -294,7 +305,7 @@ def join_channel(state: ChatState, channel_id: ChannelId) -> Channel:
     return channel
 
 
-@service.write
+@service.write(op="append", entity="channel", collection="channels", sets=("members",))
 def invite_members(state: ChatState, channel_id: ChannelId, usernames: list[Username]) -> Channel:
     """Add people to a channel the user belongs to.
 
@@ -316,7 +327,7 @@ def invite_members(state: ChatState, channel_id: ChannelId, usernames: list[User
     return channel
 
 
-@service.write
+@service.write(op="remove", entity="channel", collection="channels", sets=("members",))
 def remove_member(state: ChatState, channel_id: ChannelId, username: Username) -> Channel:
     """Remove a member from a channel; the user may always leave, but only the creator removes others.
 
@@ -336,7 +347,7 @@ def remove_member(state: ChatState, channel_id: ChannelId, username: Username) -
     return channel
 
 
-@service.write
+@service.write(op="transition", entity="channel", collection="channels", sets=("archived",))
 def archive_channel(state: ChatState, channel_id: ChannelId) -> Channel:
     """Archive a channel the user belongs to: it stays readable but accepts no more writes.
 
@@ -366,7 +377,9 @@ def _post(state: ChatState, channel: Channel, text: str, parent: Message | None)
     return message
 
 
-@service.write
+@service.write(
+    op="send", entity="message", collection="messages", sets=("channel_id", "author", "text", "posted_at", "thread_id")
+)
 def post_message(
     state: ChatState, channel_id: ChannelId, text: MessageText, thread_id: MessageId | None = None
 ) -> Message:
@@ -386,7 +399,7 @@ def post_message(
     return _post(state, channel, text, parent)
 
 
-@service.write
+@service.write(op="send", entity="message", collection="messages", sets=("channel_id", "author", "text", "posted_at"))
 def send_direct_message(state: ChatState, username: Username, text: MessageText) -> Message:
     """Send a direct message to one person, opening the conversation if needed.
 
@@ -414,7 +427,7 @@ def send_direct_message(state: ChatState, username: Username, text: MessageText)
     return _post(state, channel, text, None)
 
 
-@service.write
+@service.write(op="update", entity="message", collection="messages", sets=("text",))
 def edit_message(state: ChatState, message_id: MessageId, text: MessageText) -> Message:
     """Change the text of one of the user's own messages.
 
@@ -432,7 +445,7 @@ def edit_message(state: ChatState, message_id: MessageId, text: MessageText) -> 
     return message
 
 
-@service.write
+@service.write(op="delete", entity="message", collection="messages")
 def delete_message(state: ChatState, message_id: MessageId) -> Deleted:
     """Delete one of the user's own messages; deleting a thread's parent deletes its replies.
 
@@ -454,7 +467,7 @@ def delete_message(state: ChatState, message_id: MessageId) -> Deleted:
     return Deleted(id=message_id, replies_deleted=len(replies))
 
 
-@service.write
+@service.write(op="append", entity="message", collection="messages", sets=("reactions",))
 def add_reaction(state: ChatState, message_id: MessageId, emoji: Emoji) -> Message:
     """React to a message with an emoji on behalf of the user.
 
@@ -475,7 +488,7 @@ def add_reaction(state: ChatState, message_id: MessageId, emoji: Emoji) -> Messa
     return message
 
 
-@service.write
+@service.write(op="update", entity="message", collection="messages", sets=("pinned",))
 def pin_message(state: ChatState, message_id: MessageId, pinned: Flag = True) -> Message:
     """Pin a message to its channel, or unpin it.
 

@@ -93,7 +93,12 @@ def _members(state: DirectoryState, emails: list[str], security: bool) -> list[s
     return list(dict.fromkeys(emails))
 
 
-@service.read
+@service.read(
+    op="search",
+    entity="person",
+    collection="people",
+    reads=("name", "email", "phone", "title", "kind", "department", "company", "manager_email", "starred", "status"),
+)
 def search_people(
     state: DirectoryState,
     query: Query | None = None,
@@ -133,7 +138,7 @@ def search_people(
     return paginate(sorted(rows, key=lambda p: (p.name.lower(), p.id)), offset, limit)
 
 
-@service.read
+@service.read(op="get", entity="person", collection="people")
 def get_person(state: DirectoryState, person_id: PersonId) -> Person:
     """Get one directory entry.
 
@@ -143,7 +148,7 @@ def get_person(state: DirectoryState, person_id: PersonId) -> Person:
     return require(state.people, person_id, "person")
 
 
-@service.read
+@service.read(op="list", entity="person", collection="people", reads=("email", "phone", "status"))
 def lookup_person(
     state: DirectoryState, email: EmailAddress | None = None, phone: PhoneNumber | None = None
 ) -> list[Person]:
@@ -163,7 +168,7 @@ def lookup_person(
     return sorted(rows, key=lambda p: (p.kind != "employee", p.id))
 
 
-@service.read
+@service.read(op="list", entity="person", collection="people", reads=("manager_email", "status"))
 def list_direct_reports(state: DirectoryState, manager_email: EmailAddress) -> list[Person]:
     """List the employees who report directly to a manager.
 
@@ -177,7 +182,7 @@ def list_direct_reports(state: DirectoryState, manager_email: EmailAddress) -> l
     return sorted(rows, key=lambda p: (p.name, p.id))
 
 
-@service.read
+@service.read(op="lookup", entity="person", collection="people", reads=("manager_email", "email"))
 def get_management_chain(state: DirectoryState, person_id: PersonId) -> list[Person]:
     """List a person's manager, that manager's manager and so on up to the top.
 
@@ -195,7 +200,12 @@ def get_management_chain(state: DirectoryState, person_id: PersonId) -> list[Per
     return chain
 
 
-@service.write
+@service.write(
+    op="create",
+    entity="person",
+    collection="people",
+    sets=("kind", "name", "email", "phone", "title", "company", "city", "notes"),
+)
 def create_contact(
     state: DirectoryState,
     name: PersonName,
@@ -238,7 +248,12 @@ def create_contact(
     return person
 
 
-@service.write
+@service.write(
+    op="update",
+    entity="person",
+    collection="people",
+    sets=("name", "email", "phone", "title", "company", "city", "notes"),
+)
 def update_person(
     state: DirectoryState,
     person_id: PersonId,
@@ -277,7 +292,7 @@ def update_person(
     return person
 
 
-@service.write
+@service.write(op="transition", entity="person", collection="people", sets=("status",))
 def archive_contact(state: DirectoryState, person_id: PersonId) -> Person:
     """Archive a stale external contact; it leaves every group it belonged to.
 
@@ -295,7 +310,7 @@ def archive_contact(state: DirectoryState, person_id: PersonId) -> Person:
     return person
 
 
-@service.write
+@service.write(op="transition", entity="person", collection="people", sets=("status",))
 def restore_contact(state: DirectoryState, person_id: PersonId) -> Person:
     """Bring an archived contact back (not a merged one).
 
@@ -313,7 +328,7 @@ def restore_contact(state: DirectoryState, person_id: PersonId) -> Person:
     return person
 
 
-@service.read
+@service.read(op="lookup", entity="person", collection="people", reads=("email", "phone", "name", "company", "status"))
 def find_duplicates(state: DirectoryState, person_id: PersonId | None = None) -> list[DuplicatePair]:
     """Find pairs of active entries that look like the same person (same email or phone, or similar name
     at the same company).
@@ -341,7 +356,12 @@ def find_duplicates(state: DirectoryState, person_id: PersonId | None = None) ->
     return pairs
 
 
-@service.write
+@service.write(
+    op="action",
+    entity="person",
+    collection="people",
+    sets=("email", "phone", "title", "city", "notes", "starred", "status", "merged_into"),
+)
 def merge_contacts(state: DirectoryState, primary_id: PersonId, duplicate_id: PersonId) -> Person:
     """Merge a duplicate entry into the primary one: empty fields are filled, group memberships move,
     notes are kept, and the duplicate is marked merged.
@@ -371,7 +391,7 @@ def merge_contacts(state: DirectoryState, primary_id: PersonId, duplicate_id: Pe
     return primary
 
 
-@service.write
+@service.write(op="update", entity="person", collection="people", sets=("starred",))
 def set_favourite(state: DirectoryState, person_id: PersonId, starred: Flag = True) -> Person:
     """Star an entry as a favourite, or unstar it.
 
@@ -385,7 +405,7 @@ def set_favourite(state: DirectoryState, person_id: PersonId, starred: Flag = Tr
     return person
 
 
-@service.read
+@service.read(op="list", entity="group", collection="groups", reads=("name", "email", "description", "members", "kind"))
 def list_groups(
     state: DirectoryState,
     query: Query | None = None,
@@ -413,7 +433,7 @@ def list_groups(
     return paginate(sorted(rows, key=lambda g: (g.name.lower(), g.id)), offset, limit)
 
 
-@service.read
+@service.read(op="get", entity="group", collection="groups")
 def get_group(state: DirectoryState, group_id: GroupId) -> Group:
     """Get one group with its owners and members.
 
@@ -423,7 +443,9 @@ def get_group(state: DirectoryState, group_id: GroupId) -> Group:
     return require(state.groups, group_id, "group")
 
 
-@service.write
+@service.write(
+    op="create", entity="group", collection="groups", sets=("name", "email", "kind", "description", "owners", "members")
+)
 def create_group(
     state: DirectoryState,
     name: Title,
@@ -459,7 +481,7 @@ def create_group(
     return group
 
 
-@service.write
+@service.write(op="append", entity="group", collection="groups", sets=("members",))
 def add_group_members(state: DirectoryState, group_id: GroupId, emails: list[EmailAddress]) -> Group:
     """Add directory entries to a group the user owns.
 
@@ -479,7 +501,7 @@ def add_group_members(state: DirectoryState, group_id: GroupId, emails: list[Ema
     return group
 
 
-@service.write
+@service.write(op="remove", entity="group", collection="groups", sets=("members",))
 def remove_group_member(state: DirectoryState, group_id: GroupId, email: EmailAddress) -> Group:
     """Remove a member from a group the user owns.
 

@@ -60,7 +60,7 @@ service = Service(
 )
 
 
-@service.read
+@service.read(op="lookup")
 def get_policy(state: ExpensesState) -> Policy:
     """Get the company expense policy: receipt and finance-approval thresholds, allowed categories."""
     return Policy(
@@ -71,7 +71,12 @@ def get_policy(state: ExpensesState) -> Policy:
     )
 
 
-@service.read
+@service.read(
+    op="list",
+    entity="report",
+    collection="reports",
+    reads=("owner", "approver", "status", "title", "purpose", "expenses.merchant"),
+)
 def list_reports(
     state: ExpensesState,
     owner: EmailAddress | None = None,
@@ -106,7 +111,7 @@ def list_reports(
     return paginate(sorted(rows, key=lambda r: (r.created_at, r.id), reverse=True), offset, limit)
 
 
-@service.read
+@service.read(op="get", entity="report", collection="reports")
 def get_report(state: ExpensesState, report_id: ReportId) -> Report:
     """Get one expense report with its lines, total and approval trail.
 
@@ -116,7 +121,12 @@ def get_report(state: ExpensesState, report_id: ReportId) -> Report:
     return require(state.reports, report_id, "report")
 
 
-@service.write
+@service.write(
+    op="create",
+    entity="report",
+    collection="reports",
+    sets=("title", "purpose", "owner", "owner_name", "department", "approver", "status", "currency"),
+)
 def create_report(
     state: ExpensesState, owner: EmailAddress, title: Title, purpose: Note = "", currency: Currency = "USD"
 ) -> Report:
@@ -152,7 +162,7 @@ def _editable(state: ExpensesState, report_id: str) -> Report:
     return report
 
 
-@service.write
+@service.write(op="update", entity="report", collection="reports", sets=("title", "purpose"))
 def update_report(
     state: ExpensesState, report_id: ReportId, title: Title | None = None, purpose: Note | None = None
 ) -> Report:
@@ -170,7 +180,7 @@ def update_report(
     return report
 
 
-@service.write
+@service.write(op="delete", entity="report", collection="reports")
 def delete_report(state: ExpensesState, report_id: ReportId) -> Report:
     """Delete a draft or rejected report with all its lines; returns the deleted report.
 
@@ -193,7 +203,7 @@ def _check_expense(report: Report, amount: float, date: dt.date | None, today: d
         raise BadRequest(f"argument 'date': {date} is more than {MAX_AGE_DAYS} days ago")
 
 
-@service.write
+@service.write(op="append", entity="expense", collection="reports", sets=("expenses",))
 def add_expense(
     state: ExpensesState,
     report_id: ReportId,
@@ -254,7 +264,12 @@ def _editable_expense(state: ExpensesState, expense_id: str) -> tuple[Report, Ex
     return report, expense
 
 
-@service.write
+@service.write(
+    op="update",
+    entity="expense",
+    collection="reports",
+    sets=("expenses.merchant", "expenses.amount", "expenses.category", "expenses.date", "expenses.description"),
+)
 def update_expense(
     state: ExpensesState,
     expense_id: ExpenseId,
@@ -291,7 +306,7 @@ def update_expense(
     return updated
 
 
-@service.write
+@service.write(op="remove", entity="expense", collection="reports", sets=("expenses",))
 def remove_expense(state: ExpensesState, expense_id: ExpenseId) -> Report:
     """Remove an expense line from a draft or rejected report; returns the report.
 
@@ -305,7 +320,7 @@ def remove_expense(state: ExpensesState, expense_id: ExpenseId) -> Report:
     return report
 
 
-@service.write
+@service.write(op="update", entity="expense", collection="reports", sets=("expenses.receipt", "expenses.receipt_file"))
 def attach_receipt(state: ExpensesState, expense_id: ExpenseId, file_name: FileName) -> Expense:
     """Attach a receipt file to an expense line of a report that is not yet approved.
 
@@ -321,7 +336,12 @@ def attach_receipt(state: ExpensesState, expense_id: ExpenseId, file_name: FileN
     return expense
 
 
-@service.read
+@service.read(
+    op="list",
+    entity="expense",
+    collection="reports",
+    reads=("expenses.owner", "expenses.category", "expenses.merchant", "expenses.receipt", "expenses.amount"),
+)
 def list_expenses(
     state: ExpensesState,
     owner: EmailAddress | None = None,
@@ -356,7 +376,12 @@ def list_expenses(
     return paginate(sorted(rows, key=lambda e: (e.date, e.id), reverse=True), offset, limit)
 
 
-@service.write
+@service.write(
+    op="transition",
+    entity="report",
+    collection="reports",
+    sets=("status", "submitted_at", "approved_by", "finance_approved_by", "rejected_by", "rejection_reason"),
+)
 def submit_report(state: ExpensesState, report_id: ReportId) -> Report:
     """Submit a draft or rejected report to the owner's manager for approval.
 
@@ -377,7 +402,7 @@ def submit_report(state: ExpensesState, report_id: ReportId) -> Report:
     return report
 
 
-@service.write
+@service.write(op="transition", entity="report", collection="reports", sets=("status", "approved_by"))
 def recall_report(state: ExpensesState, report_id: ReportId) -> Report:
     """Take back a submitted report that is not yet approved; it returns to draft.
 
@@ -400,7 +425,7 @@ def _check_finance(state: ExpensesState, report: Report, approver: str) -> None:
         raise Forbidden(f"{approver!r} owns or already approved report {report.id!r}; another Finance employee must")
 
 
-@service.write
+@service.write(op="transition", entity="report", collection="reports", sets=("status", "approved_by", "approved_at"))
 def approve_report(state: ExpensesState, report_id: ReportId, approver: EmailAddress) -> Report:
     """Approve a submitted report as the owner's manager; reports over 5000 then go to finance.
 
@@ -422,7 +447,9 @@ def approve_report(state: ExpensesState, report_id: ReportId, approver: EmailAdd
     return report
 
 
-@service.write
+@service.write(
+    op="transition", entity="report", collection="reports", sets=("status", "approved_at", "finance_approved_by")
+)
 def finance_approve_report(state: ExpensesState, report_id: ReportId, approver: EmailAddress) -> Report:
     """Give the finance approval that reports over 5000 need after the manager's approval.
 
@@ -438,7 +465,9 @@ def finance_approve_report(state: ExpensesState, report_id: ReportId, approver: 
     return report
 
 
-@service.write
+@service.write(
+    op="transition", entity="report", collection="reports", sets=("status", "rejected_by", "rejection_reason")
+)
 def reject_report(state: ExpensesState, report_id: ReportId, approver: EmailAddress, reason: Note) -> Report:
     """Reject a submitted report (as its manager) or one pending finance (as Finance) with a reason.
 
@@ -461,7 +490,7 @@ def reject_report(state: ExpensesState, report_id: ReportId, approver: EmailAddr
     return report
 
 
-@service.write
+@service.write(op="transition", entity="report", collection="reports", sets=("status", "reimbursed_at"))
 def reimburse_report(state: ExpensesState, report_id: ReportId) -> Report:
     """Pay out an approved report to its owner; it gets a reimbursement reference (RMB-).
 

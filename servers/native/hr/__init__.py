@@ -92,7 +92,12 @@ service = Service(
 )
 
 
-@service.read
+@service.read(
+    op="list",
+    entity="employee",
+    collection="employees",
+    reads=("department", "status", "manager_email", "title", "name", "email"),
+)
 def list_employees(
     state: HrState,
     department: Department | None = None,
@@ -126,7 +131,7 @@ def list_employees(
     return paginate(sorted(rows, key=lambda e: (e.name, e.id)), offset, limit)
 
 
-@service.read
+@service.read(op="get", entity="employee", collection="employees", reads=("email",))
 def get_employee(state: HrState, email: EmailAddress) -> Employee:
     """Get one employee's record by work email.
 
@@ -136,7 +141,7 @@ def get_employee(state: HrState, email: EmailAddress) -> Employee:
     return _find(state, email, "email")
 
 
-@service.read
+@service.read(op="list", entity="employee", collection="employees", reads=("manager_email", "status"))
 def list_direct_reports(
     state: HrState,
     manager_email: EmailAddress,
@@ -168,7 +173,24 @@ def _department(department: str) -> str:
     return match
 
 
-@service.write
+@service.write(
+    op="create",
+    entity="employee",
+    collection="employees",
+    sets=(
+        "email",
+        "name",
+        "title",
+        "department",
+        "manager_email",
+        "location",
+        "employment_type",
+        "start_date",
+        "salary",
+        "currency",
+        "status",
+    ),
+)
 def hire_employee(
     state: HrState,
     email: EmailAddress,
@@ -224,7 +246,13 @@ def hire_employee(
     return employee
 
 
-@service.write
+@service.write(
+    op="update",
+    entity="employee",
+    collection="employees",
+    reads=("email",),
+    sets=("title", "department", "manager_email"),
+)
 def update_employee(
     state: HrState,
     email: EmailAddress,
@@ -261,7 +289,13 @@ def update_employee(
     return employee
 
 
-@service.write
+@service.write(
+    op="transition",
+    entity="employee",
+    collection="employees",
+    reads=("email",),
+    sets=("status", "termination_date", "termination_reason"),
+)
 def terminate_employee(state: HrState, email: EmailAddress, termination_date: Date, reason: Note) -> Employee:
     """Terminate an employee; their pending leave and approved leave after the last day is cancelled.
 
@@ -292,7 +326,12 @@ def terminate_employee(state: HrState, email: EmailAddress, termination_date: Da
     return employee
 
 
-@service.read
+@service.read(
+    op="list",
+    entity="leave_request",
+    collection="leave_requests",
+    reads=("employee_email", "status", "leave_type", "start_date", "end_date"),
+)
 def list_leave_requests(
     state: HrState,
     employee_email: EmailAddress | None = None,
@@ -336,7 +375,7 @@ def list_leave_requests(
     return paginate(sorted(rows, key=lambda r: (r.start_date, r.id), reverse=True), offset, limit)
 
 
-@service.read
+@service.read(op="get", entity="leave_request", collection="leave_requests")
 def get_leave_request(state: HrState, request_id: LeaveRequestId) -> LeaveRequest:
     """Get one leave request.
 
@@ -346,7 +385,12 @@ def get_leave_request(state: HrState, request_id: LeaveRequestId) -> LeaveReques
     return require(state.leave_requests, request_id, "leave request")
 
 
-@service.write
+@service.write(
+    op="create",
+    entity="leave_request",
+    collection="leave_requests",
+    sets=("employee_email", "leave_type", "start_date", "end_date", "days", "status", "note", "requested_at"),
+)
 def request_leave(
     state: HrState,
     employee_email: EmailAddress,
@@ -391,7 +435,12 @@ def request_leave(
     return request
 
 
-@service.write
+@service.write(
+    op="transition",
+    entity="leave_request",
+    collection="leave_requests",
+    sets=("status", "decided_by", "decided_at", "decision_note"),
+)
 def approve_leave_request(
     state: HrState, request_id: LeaveRequestId, approver_email: EmailAddress, note: Note = ""
 ) -> LeaveRequest:
@@ -413,7 +462,12 @@ def approve_leave_request(
     return request
 
 
-@service.write
+@service.write(
+    op="transition",
+    entity="leave_request",
+    collection="leave_requests",
+    sets=("status", "decided_by", "decided_at", "decision_note"),
+)
 def reject_leave_request(
     state: HrState, request_id: LeaveRequestId, approver_email: EmailAddress, reason: Note
 ) -> LeaveRequest:
@@ -434,7 +488,7 @@ def reject_leave_request(
     return request
 
 
-@service.write
+@service.write(op="transition", entity="leave_request", collection="leave_requests", sets=("status",))
 def cancel_leave_request(state: HrState, request_id: LeaveRequestId) -> LeaveRequest:
     """Withdraw a pending request, or an approved one that has not started; its days return to the balance.
 
@@ -454,7 +508,7 @@ def cancel_leave_request(state: HrState, request_id: LeaveRequestId) -> LeaveReq
     return request
 
 
-@service.read
+@service.read(op="list", entity="leave_balance", collection="balances", reads=("employee_email", "year"))
 def get_leave_balances(state: HrState, employee_email: EmailAddress) -> list[LeaveBalance]:
     """Get an employee's vacation and sick leave balances for the current year.
 
@@ -465,7 +519,13 @@ def get_leave_balances(state: HrState, employee_email: EmailAddress) -> list[Lea
     return [b for b in state.balances.values() if b.employee_email == employee.email and b.year == state.clock.year]
 
 
-@service.write
+@service.write(
+    op="update",
+    entity="leave_balance",
+    collection="balances",
+    reads=("employee_email", "leave_type", "year"),
+    sets=("entitled",),
+)
 def set_leave_entitlement(
     state: HrState,
     employee_email: EmailAddress,
@@ -498,7 +558,12 @@ def set_leave_entitlement(
     return balance
 
 
-@service.read
+@service.read(
+    op="list",
+    entity="onboarding_task",
+    collection="onboarding",
+    reads=("employee_email", "owner_email", "status", "due_date"),
+)
 def list_onboarding_tasks(
     state: HrState,
     employee_email: EmailAddress | None = None,
@@ -530,7 +595,12 @@ def list_onboarding_tasks(
     return paginate(sorted(rows, key=lambda t: (t.due_date, t.id)), offset, limit)
 
 
-@service.write
+@service.write(
+    op="create",
+    entity="onboarding_task",
+    collection="onboarding",
+    sets=("employee_email", "title", "owner_email", "due_date", "status"),
+)
 def add_onboarding_task(
     state: HrState, employee_email: EmailAddress, title: Title, owner_email: EmailAddress, due_date: Date
 ) -> OnboardingTask:
@@ -553,7 +623,9 @@ def add_onboarding_task(
     return task
 
 
-@service.write
+@service.write(
+    op="transition", entity="onboarding_task", collection="onboarding", sets=("status", "completed_by", "completed_at")
+)
 def complete_onboarding_task(state: HrState, task_id: OnboardingTaskId, completed_by: EmailAddress) -> OnboardingTask:
     """Mark an onboarding item done (by its owner, the new hire's manager or an HR admin).
 

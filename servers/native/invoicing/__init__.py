@@ -114,7 +114,9 @@ def _check_unique_email(state: InvoicingState, email: str, customer_id: str | No
             raise Conflict(f"billing email {email!r} already belongs to active customer {other.id!r}")
 
 
-@service.read
+@service.read(
+    op="list", entity="customer", collection="customers", reads=("company", "contact_name", "billing_email", "archived")
+)
 def list_customers(
     state: InvoicingState,
     query: Query | None = None,
@@ -145,7 +147,7 @@ def list_customers(
     return paginate(sorted(rows, key=lambda c: (c.company, c.id)), offset, limit)
 
 
-@service.read
+@service.read(op="get", entity="customer", collection="customers")
 def get_customer(state: InvoicingState, customer_id: CustomerId) -> Customer:
     """Get one billing customer.
 
@@ -155,7 +157,12 @@ def get_customer(state: InvoicingState, customer_id: CustomerId) -> Customer:
     return require(state.customers, customer_id, "customer")
 
 
-@service.write
+@service.write(
+    op="create",
+    entity="customer",
+    collection="customers",
+    sets=("company", "billing_email", "contact_name", "currency", "country", "address", "net_terms"),
+)
 def create_customer(
     state: InvoicingState,
     company: CompanyName,
@@ -193,7 +200,12 @@ def create_customer(
     return record
 
 
-@service.write
+@service.write(
+    op="update",
+    entity="customer",
+    collection="customers",
+    sets=("billing_email", "contact_name", "net_terms", "address"),
+)
 def update_customer(
     state: InvoicingState,
     customer_id: CustomerId,
@@ -220,7 +232,7 @@ def update_customer(
     return updated
 
 
-@service.write
+@service.write(op="transition", entity="customer", collection="customers", sets=("archived",))
 def archive_customer(state: InvoicingState, customer_id: CustomerId) -> Customer:
     """Archive a customer that has no draft or open invoices left.
 
@@ -237,7 +249,12 @@ def archive_customer(state: InvoicingState, customer_id: CustomerId) -> Customer
     return record
 
 
-@service.read
+@service.read(
+    op="list",
+    entity="invoice",
+    collection="invoices",
+    reads=("status", "customer_id", "company", "number", "po_number", "lines.sku", "memo", "billing_email"),
+)
 def list_invoices(
     state: InvoicingState,
     status: InvoiceStatus | None = None,
@@ -277,7 +294,7 @@ def list_invoices(
     return paginate(sorted(rows, key=lambda i: (i.created_at, i.id), reverse=True), offset, limit)
 
 
-@service.read
+@service.read(op="get", entity="invoice", collection="invoices")
 def get_invoice(state: InvoicingState, invoice_id: InvoiceId) -> Invoice:
     """Get one invoice with its lines and amounts.
 
@@ -287,7 +304,12 @@ def get_invoice(state: InvoicingState, invoice_id: InvoiceId) -> Invoice:
     return require(state.invoices, invoice_id, "invoice")
 
 
-@service.write
+@service.write(
+    op="create",
+    entity="invoice",
+    collection="invoices",
+    sets=("customer_id", "company", "billing_email", "status", "currency", "tax_rate", "memo", "po_number"),
+)
 def create_invoice(
     state: InvoicingState,
     customer_id: CustomerId,
@@ -316,7 +338,7 @@ def _draft(state: InvoicingState, invoice_id: str) -> Invoice:
     return invoice
 
 
-@service.write
+@service.write(op="append", entity="invoice", collection="invoices", sets=("lines",))
 def add_invoice_line(
     state: InvoicingState,
     invoice_id: InvoiceId,
@@ -354,7 +376,7 @@ def add_invoice_line(
     return invoice
 
 
-@service.write
+@service.write(op="update", entity="invoice", collection="invoices", sets=("memo", "po_number", "tax_rate", "lines"))
 def update_invoice(
     state: InvoicingState,
     invoice_id: InvoiceId,
@@ -385,7 +407,9 @@ def update_invoice(
     return invoice
 
 
-@service.write
+@service.write(
+    op="transition", entity="invoice", collection="invoices", sets=("status", "issued_at", "due_date", "paid_at")
+)
 def finalize_invoice(state: InvoicingState, invoice_id: InvoiceId) -> Invoice:
     """Finalise a draft invoice: it becomes open, due after the customer's terms (paid if its total is 0).
 
@@ -403,7 +427,7 @@ def finalize_invoice(state: InvoicingState, invoice_id: InvoiceId) -> Invoice:
     return invoice
 
 
-@service.write
+@service.write(op="send", entity="invoice", collection="invoices", sets=("last_sent_to", "times_sent"))
 def send_invoice(state: InvoicingState, invoice_id: InvoiceId, to: EmailAddress | None = None) -> Invoice:
     """Email an open or paid invoice to the customer (a draft must be finalised first).
 
@@ -433,7 +457,12 @@ def _within_due(invoice: Invoice, amount: float) -> float:
     return amount
 
 
-@service.write
+@service.write(
+    op="create",
+    entity="payment",
+    collection="payments",
+    sets=("invoice_id", "invoice_number", "company", "amount", "currency", "method", "reference", "received_at"),
+)
 def record_payment(
     state: InvoicingState,
     invoice_id: InvoiceId,
@@ -454,7 +483,12 @@ def record_payment(
     return _pay(state, invoice, amount, method, reference, state.tick())
 
 
-@service.write
+@service.write(
+    op="create",
+    entity="refund",
+    collection="refunds",
+    sets=("payment_id", "invoice_id", "amount", "currency", "reason"),
+)
 def refund_payment(state: InvoicingState, payment_id: PaymentId, amount: MoneyAmount, reason: Note) -> Refund:
     """Refund part or all of a payment back to the customer.
 
@@ -471,7 +505,12 @@ def refund_payment(state: InvoicingState, payment_id: PaymentId, amount: MoneyAm
     return _refund(state, payment, amount, reason, state.tick())
 
 
-@service.write
+@service.write(
+    op="create",
+    entity="credit_note",
+    collection="credit_notes",
+    sets=("invoice_id", "invoice_number", "amount", "currency", "reason"),
+)
 def issue_credit_note(state: InvoicingState, invoice_id: InvoiceId, amount: MoneyAmount, reason: Note) -> CreditNote:
     """Issue a credit note that lowers what an open invoice owes; crediting all that is due marks it paid.
 
@@ -485,7 +524,7 @@ def issue_credit_note(state: InvoicingState, invoice_id: InvoiceId, amount: Mone
     return _credit(state, invoice, amount, reason, state.tick())
 
 
-@service.write
+@service.write(op="transition", entity="invoice", collection="invoices", sets=("status", "voided_at"))
 def void_invoice(state: InvoicingState, invoice_id: InvoiceId) -> Invoice:
     """Void a draft or open invoice that has no payments; paid invoices cannot be voided.
 
@@ -501,7 +540,7 @@ def void_invoice(state: InvoicingState, invoice_id: InvoiceId) -> Invoice:
     return invoice
 
 
-@service.read
+@service.read(op="list", entity="invoice", collection="invoices", reads=("status", "due_date", "customer_id"))
 def list_overdue_invoices(
     state: InvoicingState, customer_id: CustomerId | None = None, offset: Offset = 0, limit: Limit = 20
 ) -> Page[Invoice]:
@@ -521,7 +560,7 @@ def list_overdue_invoices(
     return paginate(sorted(rows, key=lambda i: (i.due_date or today, i.id)), offset, limit)
 
 
-@service.read
+@service.read(op="list", entity="payment", collection="payments", reads=("invoice_id", "company", "method"))
 def list_payments(
     state: InvoicingState,
     invoice_id: InvoiceId | None = None,

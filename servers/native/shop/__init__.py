@@ -106,7 +106,7 @@ def _product(state: ShopState, sku: str) -> Product:
     return require(state.products, sku, "product")
 
 
-@service.read
+@service.read(op="list", entity="product", collection="products", reads=("name", "sku", "category", "status", "stock"))
 def list_products(
     state: ShopState,
     query: Query | None = None,
@@ -137,7 +137,7 @@ def list_products(
     return paginate(sorted(rows, key=lambda p: p.sku), offset, limit)
 
 
-@service.read
+@service.read(op="get", entity="product", collection="products")
 def get_product(state: ShopState, sku: Sku) -> Product:
     """Get one product with its price and stock.
 
@@ -147,7 +147,7 @@ def get_product(state: ShopState, sku: Sku) -> Product:
     return _product(state, sku)
 
 
-@service.write
+@service.write(op="update", entity="product", collection="products", sets=("name", "price", "status"))
 def update_product(
     state: ShopState,
     sku: Sku,
@@ -173,7 +173,7 @@ def update_product(
     return updated
 
 
-@service.write
+@service.write(op="adjust", entity="product", collection="products", sets=("stock",))
 def restock_product(state: ShopState, sku: Sku, quantity: Quantity) -> Product:
     """Add received units to a product's stock.
 
@@ -193,7 +193,9 @@ def restock_product(state: ShopState, sku: Sku, quantity: Quantity) -> Product:
     return product
 
 
-@service.read
+@service.read(
+    op="list", entity="customer", collection="customers", reads=("name", "email", "company", "accepts_marketing")
+)
 def list_customers(
     state: ShopState,
     query: Query | None = None,
@@ -221,7 +223,7 @@ def list_customers(
     return paginate(sorted(rows, key=lambda c: (c.name, c.email)), offset, limit)
 
 
-@service.read
+@service.read(op="get", entity="customer", collection="customers")
 def get_customer(state: ShopState, email: EmailAddress) -> Customer:
     """Get one customer by email address.
 
@@ -231,7 +233,12 @@ def get_customer(state: ShopState, email: EmailAddress) -> Customer:
     return _customer(state, email)
 
 
-@service.write
+@service.write(
+    op="create",
+    entity="customer",
+    collection="customers",
+    sets=("email", "name", "phone", "company", "address", "city", "accepts_marketing"),
+)
 def create_customer(
     state: ShopState,
     email: EmailAddress,
@@ -269,7 +276,12 @@ def create_customer(
     return customer
 
 
-@service.read
+@service.read(
+    op="list",
+    entity="order",
+    collection="orders",
+    reads=("status", "customer_email", "lines.sku", "number", "discount_code"),
+)
 def list_orders(
     state: ShopState,
     status: OrderStatus | None = None,
@@ -303,7 +315,7 @@ def list_orders(
     return paginate(sorted(rows, key=lambda o: (o.created_at, o.id), reverse=True), offset, limit)
 
 
-@service.read
+@service.read(op="get", entity="order", collection="orders")
 def get_order(state: ShopState, order_id: OrderId) -> Order:
     """Get one order with its lines, amounts and shipment.
 
@@ -338,7 +350,12 @@ def _check_total(subtotal: float) -> None:
         raise BadRequest(f"argument 'quantity': the order total would exceed {MAX_TOTAL:,.0f}")
 
 
-@service.write
+@service.write(
+    op="create",
+    entity="order",
+    collection="orders",
+    sets=("customer_email", "status", "lines", "currency", "discount_code", "shipping_address"),
+)
 def create_order(
     state: ShopState,
     customer_email: EmailAddress,
@@ -393,7 +410,7 @@ def _order(state: ShopState, order_id: str, *allowed: str) -> Order:
     return order
 
 
-@service.write
+@service.write(op="append", entity="order", collection="orders", sets=("lines",))
 def add_order_line(state: ShopState, order_id: OrderId, sku: Sku, quantity: Quantity) -> Order:
     """Add units of a product to a pending order (a SKU already on it gets its quantity increased).
 
@@ -419,7 +436,7 @@ def add_order_line(state: ShopState, order_id: OrderId, sku: Sku, quantity: Quan
     return order
 
 
-@service.write
+@service.write(op="transition", entity="order", collection="orders", sets=("status", "paid_at", "payment_reference"))
 def mark_order_paid(state: ShopState, order_id: OrderId, payment_reference: ReferenceCode | None = None) -> Order:
     """Record that a pending order has been paid in full.
 
@@ -432,7 +449,9 @@ def mark_order_paid(state: ShopState, order_id: OrderId, payment_reference: Refe
     return order
 
 
-@service.write
+@service.write(
+    op="transition", entity="order", collection="orders", sets=("status", "fulfilled_at", "tracking_number", "carrier")
+)
 def fulfill_order(state: ShopState, order_id: OrderId, tracking_number: TrackingNumber, carrier: Carrier) -> Order:
     """Ship a paid order with the carrier's tracking number.
 
@@ -447,7 +466,7 @@ def fulfill_order(state: ShopState, order_id: OrderId, tracking_number: Tracking
     return order
 
 
-@service.write
+@service.write(op="transition", entity="order", collection="orders", sets=("status", "delivered_at"))
 def mark_order_delivered(state: ShopState, order_id: OrderId) -> Order:
     """Record that a fulfilled order reached the customer.
 
@@ -467,7 +486,12 @@ def _restock(state: ShopState, order: Order) -> None:
     order.restocked = True
 
 
-@service.write
+@service.write(
+    op="transition",
+    entity="order",
+    collection="orders",
+    sets=("status", "cancelled_at", "note", "refunded_amount", "restocked"),
+)
 def cancel_order(state: ShopState, order_id: OrderId, reason: Note, restock: Flag = True) -> Order:
     """Cancel a pending or paid order (not once fulfilled); a paid order is refunded in full.
 
@@ -485,7 +509,9 @@ def cancel_order(state: ShopState, order_id: OrderId, reason: Note, restock: Fla
     return order
 
 
-@service.write
+@service.write(
+    op="action", entity="order", collection="orders", sets=("refunded_amount", "note", "status", "restocked")
+)
 def refund_order(
     state: ShopState, order_id: OrderId, amount: MoneyAmount, reason: Note, restock: Flag = False
 ) -> Order:
@@ -513,7 +539,9 @@ def refund_order(
     return order
 
 
-@service.read
+@service.read(
+    op="list", entity="discount", collection="discounts", reads=("active", "expires_at", "usage_limit", "times_used")
+)
 def list_discount_codes(
     state: ShopState, usable_only: Flag = False, offset: Offset = 0, limit: Limit = 20
 ) -> Page[Discount]:
@@ -537,7 +565,12 @@ def list_discount_codes(
     return paginate(sorted(rows, key=lambda d: d.code), offset, limit)
 
 
-@service.write
+@service.write(
+    op="create",
+    entity="discount",
+    collection="discounts",
+    sets=("code", "percent_off", "minimum_subtotal", "usage_limit", "expires_at"),
+)
 def create_discount_code(
     state: ShopState,
     code: DiscountCode,

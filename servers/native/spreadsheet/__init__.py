@@ -138,7 +138,7 @@ def _free_name(book: Spreadsheet, name: str) -> None:
         raise Conflict(f"spreadsheet {book.id!r} already has a sheet named {name!r}")
 
 
-@service.read
+@service.read(op="list", entity="spreadsheet", collection="spreadsheets", reads=("title", "owner"))
 def list_spreadsheets(
     state: SpreadsheetState,
     query: Query | None = None,
@@ -164,7 +164,7 @@ def list_spreadsheets(
     return paginate(sorted(rows, key=lambda b: (b.modified_at, b.id), reverse=True), offset, limit)
 
 
-@service.read
+@service.read(op="get", entity="spreadsheet", collection="spreadsheets")
 def get_spreadsheet(state: SpreadsheetState, spreadsheet_id: SpreadsheetId) -> Spreadsheet:
     """Get a spreadsheet's title, sharing and sheets.
 
@@ -174,7 +174,7 @@ def get_spreadsheet(state: SpreadsheetState, spreadsheet_id: SpreadsheetId) -> S
     return _readable(state, spreadsheet_id)
 
 
-@service.write
+@service.write(op="create", entity="spreadsheet", collection="spreadsheets", sets=("title", "owner", "sheets"))
 def create_spreadsheet(
     state: SpreadsheetState, title: Title, sheet_names: list[SheetName] | None = None
 ) -> Spreadsheet:
@@ -192,7 +192,7 @@ def create_spreadsheet(
     return _new_book(state, title, state.me, state.tick(), names)
 
 
-@service.write
+@service.write(op="update", entity="spreadsheet", collection="spreadsheets", sets=("title",))
 def rename_spreadsheet(state: SpreadsheetState, spreadsheet_id: SpreadsheetId, title: Title) -> Spreadsheet:
     """Change a spreadsheet's title.
 
@@ -206,7 +206,7 @@ def rename_spreadsheet(state: SpreadsheetState, spreadsheet_id: SpreadsheetId, t
     return book
 
 
-@service.write
+@service.write(op="append", entity="spreadsheet", collection="spreadsheets", sets=("editors", "viewers"))
 def share_spreadsheet(
     state: SpreadsheetState, spreadsheet_id: SpreadsheetId, email: EmailAddress, role: Role = "viewer"
 ) -> Spreadsheet:
@@ -229,7 +229,7 @@ def share_spreadsheet(
     return book
 
 
-@service.write
+@service.write(op="delete", entity="spreadsheet", collection="spreadsheets")
 def delete_spreadsheet(state: SpreadsheetState, spreadsheet_id: SpreadsheetId) -> Deleted:
     """Delete a spreadsheet with all its sheets and protected ranges (owner only).
 
@@ -243,7 +243,7 @@ def delete_spreadsheet(state: SpreadsheetState, spreadsheet_id: SpreadsheetId) -
     return Deleted(id=spreadsheet_id, deleted=True)
 
 
-@service.read
+@service.read(op="lookup", entity="cell", collection="cells")
 def read_range(
     state: SpreadsheetState, spreadsheet_id: SpreadsheetId, sheet: SheetName, cell_range: RangeRef
 ) -> RangeValues:
@@ -268,7 +268,7 @@ def read_range(
     return RangeValues(spreadsheet_id=book.id, sheet=tab.name, range=_a1(*box), rows=[row[:width] for row in rows])
 
 
-@service.write
+@service.write(op="update", entity="cell", collection="cells")
 def write_range(
     state: SpreadsheetState,
     spreadsheet_id: SpreadsheetId,
@@ -297,7 +297,7 @@ def write_range(
     return UpdateResult(spreadsheet_id=book.id, sheet=tab.name, range=_a1(*box), updated_cells=sum(map(len, values)))
 
 
-@service.write
+@service.write(op="update", entity="cell", collection="cells")
 def append_row(
     state: SpreadsheetState, spreadsheet_id: SpreadsheetId, sheet: SheetName, values: list[CellValue]
 ) -> UpdateResult:
@@ -325,7 +325,7 @@ def append_row(
     return UpdateResult(spreadsheet_id=book.id, sheet=tab.name, range=_a1(*box), updated_cells=len(values))
 
 
-@service.write
+@service.write(op="update", entity="cell", collection="cells")
 def clear_range(
     state: SpreadsheetState, spreadsheet_id: SpreadsheetId, sheet: SheetName, cell_range: RangeRef
 ) -> UpdateResult:
@@ -349,7 +349,7 @@ def clear_range(
     return UpdateResult(spreadsheet_id=book.id, sheet=tab.name, range=_a1(*box), updated_cells=len(hit))
 
 
-@service.read
+@service.read(op="search", entity="cell", collection="cells")
 def find_value(
     state: SpreadsheetState,
     spreadsheet_id: SpreadsheetId,
@@ -382,7 +382,7 @@ def find_value(
     return matches
 
 
-@service.read
+@service.read(op="aggregate", entity="cell", collection="cells")
 def aggregate_column(
     state: SpreadsheetState,
     spreadsheet_id: SpreadsheetId,
@@ -416,7 +416,7 @@ def aggregate_column(
     )
 
 
-@service.write
+@service.write(op="append", entity="sheet", collection="spreadsheets", sets=("sheets",))
 def add_sheet(
     state: SpreadsheetState,
     spreadsheet_id: SpreadsheetId,
@@ -443,7 +443,13 @@ def add_sheet(
     return book
 
 
-@service.write
+@service.write(
+    op="update",
+    entity="sheet",
+    collection="spreadsheets",
+    reads=("sheets.name",),
+    sets=("sheets.name", "protected_ranges.sheet"),
+)
 def rename_sheet(
     state: SpreadsheetState, spreadsheet_id: SpreadsheetId, sheet: SheetName, new_name: SheetName
 ) -> Spreadsheet:
@@ -465,7 +471,9 @@ def rename_sheet(
     return book
 
 
-@service.write
+@service.write(
+    op="remove", entity="sheet", collection="spreadsheets", reads=("sheets.name",), sets=("sheets", "protected_ranges")
+)
 def delete_sheet(state: SpreadsheetState, spreadsheet_id: SpreadsheetId, sheet: SheetName) -> Spreadsheet:
     """Delete a sheet and its cells; a sheet holding protected ranges can only be deleted by the owner.
 
@@ -491,7 +499,9 @@ def delete_sheet(state: SpreadsheetState, spreadsheet_id: SpreadsheetId, sheet: 
     return book
 
 
-@service.write
+@service.write(
+    op="append", entity="protected_range", collection="spreadsheets", reads=("sheets.name",), sets=("protected_ranges",)
+)
 def protect_range(
     state: SpreadsheetState,
     spreadsheet_id: SpreadsheetId,
@@ -523,7 +533,7 @@ def protect_range(
     return book
 
 
-@service.write
+@service.write(op="remove", entity="protected_range", collection="spreadsheets", sets=("protected_ranges",))
 def unprotect_range(
     state: SpreadsheetState, spreadsheet_id: SpreadsheetId, protected_range_id: ProtectedRangeId
 ) -> Spreadsheet:
