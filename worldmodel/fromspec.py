@@ -5,7 +5,8 @@ built — is still offered to agents: its tools are served by the world model. T
 the ones a native implementation would expose (the template backend's output, compiled in memory),
 so an agent sees the same interface either way; each tool's ``op`` becomes the world-model effect
 that keeps later calls consistent with earlier ones (create → create, get → get, list → list,
-update/transition/adjust/append/remove → update, delete → delete, aggregate → none). Aggregates,
+update/transition/adjust/append/remove → update, a transition also setting the lifecycle field to
+its target, delete → delete, aggregate → none). Aggregates,
 whose native result is a list, answer ``{"groups": [...]}`` because world-model outputs are objects.
 """
 
@@ -81,13 +82,17 @@ def simulated_spec(spec: ServiceSpec) -> SimSpec:
                 "properties": {"groups": {**data, "description": "One row per group."}},
                 "required": ["groups"],
             }
-        plural = spec.entities[tool_spec.entity].plural
+        entity = spec.entities[tool_spec.entity]
         op = EFFECTS[tool_spec.op]
+        life = entity.lifecycle
+        # a transition moves the record to its target state, as the native build would
+        moved = {life.field: tool_spec.to} if tool_spec.op == "transition" and life and tool_spec.to else {}
         effect = Effect(
             op=op,
-            collection=None if op == "none" else plural,
+            collection=None if op == "none" else entity.plural,
             key=f"{tool_spec.entity}_id" if op in ("get", "update", "delete") else None,
             items_field="items" if op == "list" else None,
+            set=moved,
         )
         tools.append(
             ToolSpec(

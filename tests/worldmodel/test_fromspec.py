@@ -53,6 +53,17 @@ def test_simulated_fallback_reads_what_it_wrote() -> None:
     assert isinstance(groups["data"]["groups"], list)
 
 
+def test_a_simulated_transition_moves_the_record_to_its_target_state() -> None:
+    service = build_service(simulated_spec(load_spec(SPEC)), RulesBackend())
+    state = service.seed_state(0)
+    book_id = service.call(state, "add_book", {"title": "Middlemarch", "copies": 2})["data"]["id"]
+    lent = service.call(state, "lend_book", {"book_id": book_id, "borrower": "ann@example.com", "days": 7})
+    assert lent["success"], lent
+    assert state.collections["books"][book_id]["status"] == "on_loan"
+    assert service.call(state, "return_book", {"book_id": book_id})["success"]
+    assert state.collections["books"][book_id]["status"] == "available"
+
+
 def test_unbuilt_catalog_specs_are_routed_and_mount_in_a_hub(tmp_path: Path) -> None:
     shutil.copy(SPEC, tmp_path / "booklog.json")
     assert [s.name for s in routed_specs(tmp_path)] == ["booklog"]
