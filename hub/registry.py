@@ -16,7 +16,7 @@ from typing import Any, Literal, Protocol
 
 import mcp_types as types
 
-from servers.framework import Envelope, Service, Source, Tool
+from servers.framework import Envelope, Service, Source, Tool, ToolMeta
 from servers.serving import mcp_tool
 
 TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -50,6 +50,9 @@ class ToolEntry:
     output_schema: Mapping[str, Any] | None
     native: Tool | None = None
     external: types.Tool | None = None
+    meta: ToolMeta | None = None
+    """What the tool does (op, entity, fields read and set), as its service declared it; None for
+    external tools, which declare nothing of the kind."""
 
     @functools.cached_property
     def mcp(self) -> types.Tool:
@@ -116,6 +119,7 @@ def native_entry(service: Service[Any]) -> ServiceEntry:
                 input_schema=tool.input_schema,
                 output_schema=tool.output_schema,
                 native=tool,
+                meta=tool.meta,
             )
         )
     return ServiceEntry(

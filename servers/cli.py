@@ -145,6 +145,7 @@ def show(
                 "name": t.name,
                 "kind": t.kind,
                 "description": t.description,
+                **({"meta": t.meta.to_json()} if t.meta is not None else {}),
                 "input_schema": t.input_schema,
                 "output_schema": t.output_schema,
             }

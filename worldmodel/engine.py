@@ -21,7 +21,16 @@ from typing import Any, Protocol
 import jsonschema
 from pydantic import TypeAdapter
 
-from servers.framework import BadGateway, BadRequest, NotFound, Service, ServiceState, Tool, envelope_schema
+from servers.framework import (
+    BadGateway,
+    BadRequest,
+    NotFound,
+    Service,
+    ServiceState,
+    Tool,
+    ToolMeta,
+    envelope_schema,
+)
 from servers.population import Population
 from servers.state import canonical_json, stable_hash
 from servers.values import encodable
@@ -264,6 +273,71 @@ def _matches(record: dict[str, Any], arguments: dict[str, Any], tool: ToolSpec) 
     return True
 
 
+def _singular(plural: str) -> str:
+    """``bookings`` → ``booking``, ``entries`` → ``entry``, ``watchlist`` stays."""
+    if plural.endswith("ies") and len(plural) > 3:
+        return plural[:-3] + "y"
+    if plural.endswith(("sses", "shes", "ches", "xes")):
+        return plural[:-2]
+    if plural.endswith("s") and not plural.endswith("ss"):
+        return plural[:-1]
+    return plural
+
+
+def _properties(schema: dict[str, Any]) -> dict[str, Any]:
+    found = schema.get("properties", {})
+    return found if isinstance(found, dict) else {}
+
+
+def record_fields(spec: ServiceSpec, collection: str) -> list[str]:
+    """The fields a record of ``collection`` can hold: what creates store (arguments and output),
+    what updates copy in (arguments and constant ``set`` fields), and what gets and lists show."""
+    fields: dict[str, None] = {}
+    for tool in spec.tools:
+        effect = tool.effect
+        if effect.collection != collection:
+            continue
+        inputs, outputs = _properties(tool.input_schema), _properties(tool.output_schema)
+        if effect.op == "create":
+            fields.update(dict.fromkeys([*inputs, *outputs]))
+        elif effect.op == "update":
+            fields.update(dict.fromkeys([*(k for k in inputs if k != effect.key), *effect.set]))
+        elif effect.op == "get":
+            fields.update(dict.fromkeys(outputs))
+        elif effect.op == "list":
+            items = outputs.get(effect.items_field or "", {}).get("items", {})
+            fields.update(dict.fromkeys(_properties(items) if isinstance(items, dict) else {}))
+    return list(fields)
+
+
+STAMPS = ("created_at", "updated_at")
+"""Timestamps a created record carries that no caller sets, left out of a tool's ``sets``."""
+
+
+def spec_meta(spec: ServiceSpec, tool: ToolSpec) -> ToolMeta:
+    """The metadata of a simulated tool, read off its effect: ``create``/``get``/``list``/``update``/
+    ``delete`` keep their name, ``none`` is a ``lookup`` (a read) or an ``action`` (a write). A list
+    reads the scalar arguments that name record fields (the filters :func:`_matches` applies); a
+    create sets what it stores but the id and the stamps; an update sets its arguments but the key,
+    and its constant ``set`` fields."""
+    effect = tool.effect
+    if effect.op == "none" or effect.collection is None:
+        return ToolMeta(op="lookup" if tool.kind == "read" else "action")
+    name = effect.collection
+    fields = record_fields(spec, name)
+    inputs = _properties(tool.input_schema)
+    reads: list[str] = []
+    sets: list[str] = []
+    if effect.op == "list":
+        reads = [k for k, p in inputs.items() if k in fields and p.get("type") not in ("array", "object")]
+    elif effect.op == "create":
+        stored = dict.fromkeys([*inputs, *_properties(tool.output_schema)])
+        sets = [k for k in stored if k != spec.collections[name].id_field and k not in STAMPS]
+    elif effect.op == "update":
+        sets = list(dict.fromkeys([*(k for k in inputs if k != effect.key), *effect.set]))
+    return ToolMeta(op=effect.op, entity=_singular(name), collection=name, reads=tuple(reads), sets=tuple(sets))
+
+
 def build_service(spec: ServiceSpec, backend: Backend) -> Service[SimState]:
     """The spec as a regular service (source ``simulated``) backed by ``backend``."""
     simulator = Simulator(spec, backend)
@@ -301,6 +375,7 @@ def build_service(spec: ServiceSpec, backend: Backend) -> Service[SimState]:
             result_adapter=any_adapter,
             input_schema=tool_spec.input_schema,
             output_schema=envelope_schema(tool_spec.output_schema),
+            meta=spec_meta(spec, tool_spec),
         )
         tool.input_validator = _validator(tool_spec.input_schema)
         tool._names = frozenset(tool_spec.input_schema.get("properties", {}))
