@@ -88,10 +88,10 @@ def signature(tool: Tool) -> str:
 def list_services(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
     source: Annotated[
-        str | None, typer.Option(help="Only services of this source: hand-written, built, simulated, external.")
+        str | None, typer.Option(help="Only services of this source: hand-written, spec, contrib, simulated, external.")
     ] = None,
 ) -> None:
-    """List every service (hand-written, built, simulated) with its source and tool counts."""
+    """List every service (hand-written, spec-run, contributed, simulated) with its source and tool counts."""
     from rich.table import Table
 
     from servers.registry import all_services
@@ -169,74 +169,102 @@ def check(
     names: Annotated[list[str] | None, typer.Argument(help="Services to check (default: all).")] = None,
     examples: Annotated[int, typer.Option(help="Generated inputs per tool.")] = 12,
 ) -> None:
-    """Run the conformance checker over services; exits 1 if any has a problem."""
-    from servers.conformance import check_service
+    """Check services: spec lint, conformance and, for spec-run services, the generated scenarios.
+
+    Adding a catalog service is one spec file in servers/catalog/ plus `compoworld services check NAME`.
+    Exits 1 if any service has a problem.
+    """
+    from servers.construction.verify import verify_one
     from servers.registry import all_services
 
     failed = 0
     for name in names or list(all_services()):
-        report = check_service(_lookup(name), examples=examples)
-        console().print(str(report), style="green" if report.ok else "red", highlight=False)
-        failed += not report.ok
+        _lookup(name)
+        summary, ok = verify_one(name, examples=examples)
+        console().print(summary, style="green" if ok else "red", highlight=False)
+        failed += not ok
     if failed:
         raise typer.Exit(1)
 
 
 class Backend(StrEnum):
-    template = "template"
+    spec = "spec"
     llm = "llm"
 
 
 @app.command("build")
 def build(
-    specs: Annotated[list[Path] | None, typer.Argument(help="Spec files (servers/catalog/<name>.json).")] = None,
-    all_specs: Annotated[bool, typer.Option("--all", help="Build every spec of the catalog.")] = False,
-    backend: Annotated[Backend, typer.Option(help="template (deterministic compiler) or llm (coding model).")] = (
-        Backend.template
-    ),
+    specs: Annotated[list[Path] | None, typer.Argument(help="Spec files (JSON, the catalog format).")] = None,
+    backend: Annotated[
+        Backend,
+        typer.Option(help="spec (run by the engine; kept in servers/catalog) or llm (Python in servers/contrib)."),
+    ] = Backend.spec,
     model: Annotated[str | None, typer.Option(help="Model name for the llm backend.")] = None,
     base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible endpoint of the llm backend.")] = None,
     examples: Annotated[int, typer.Option(help="Generated inputs per tool in the conformance check.")] = 4,
-    workers: Annotated[int, typer.Option(help="Processes verifying template builds in parallel.")] = 1,
+    workers: Annotated[int, typer.Option(help="Processes verifying specs in parallel.")] = 1,
 ) -> None:
-    """Build specs into native services; those that fail verification are routed to the world model."""
-    from servers.construction.pipeline import build as build_one
-    from servers.construction.pipeline import template_writer
-    from servers.construction.spec import CATALOG_DIR, load_spec
+    """Turn tool specifications into verified services; a spec that fails verification is refused."""
+    from servers.construction.pipeline import build_specs
+    from servers.construction.spec import load_spec
 
-    paths = sorted(CATALOG_DIR.glob("*.json")) if all_specs else list(specs or [])
+    paths = list(specs or [])
     if not paths:
-        console().print("[red]give spec files or --all[/red]")
+        console().print("[red]give spec files[/red]")
         raise typer.Exit(2)
-    writer = template_writer
-    if backend is Backend.llm:
-        from servers.construction.llm import LLMWriter
+    refused = 0
+    if backend is Backend.spec:
+        for result in build_specs(paths, examples=examples, workers=workers):
+            refused += not result.ok
+            where = f"\n  -> {result.where}" if result.ok else "\n  -> refused"
+            style = "green" if result.ok else "red"
+            console().print(result.verification.summary() + where, style=style, highlight=False)
+        console().print(f"{len(paths) - refused} kept, {refused} refused")
+        raise typer.Exit(1 if refused else 0)
+    from servers.construction.llm import LLMWriter
+    from servers.construction.pipeline import build as build_one
 
-        if not model:
-            console().print("[red]the llm backend needs --model[/red]")
-            raise typer.Exit(2)
-        writer = LLMWriter(model, base_url=base_url)
-    routed = 0
-    if backend is Backend.template and workers > 1:
-        from servers.construction.pipeline import build_catalog
-
-        for result in build_catalog(paths, examples=examples, workers=workers):
-            routed += not result.ok
-            console().print(result.verification.summary(), style="green" if result.ok else "yellow", highlight=False)
-        console().print(f"{len(paths) - routed} built, {routed} routed to the world model")
-        return
+    if not model:
+        console().print("[red]the llm backend needs --model[/red]")
+        raise typer.Exit(2)
+    writer = LLMWriter(model, base_url=base_url)
     for path in paths:
         try:
             spec = load_spec(path)
         except ValueError as exc:
             console().print(f"[red]{exc}[/red]")
             raise typer.Exit(2) from None
-        result = build_one(spec, writer, backend=backend.value, examples=examples)
-        routed += not result.ok
-        where = "servers/built" if result.ok else "world model"
+        result = build_one(spec, writer, backend="llm", examples=examples)
+        refused += not result.ok
+        where = result.where if result.ok else "not kept: the spec-run service stays"
         console().print(f"{result.verification.summary()}\n  -> {where}", style="green" if result.ok else "yellow",
                       highlight=False)  # fmt: skip
-    console().print(f"{len(paths) - routed} built, {routed} routed to the world model")
+    console().print(f"{len(paths) - refused} kept, {refused} not kept")
+
+
+@app.command("eject")
+def eject(
+    name: Annotated[str, typer.Argument(help="A catalog service, e.g. fleet.")],
+    to: Annotated[Path, typer.Option("--to", help="Directory to write the package into (DIR/NAME/).")],
+) -> None:
+    """Write a catalog service as a hand-editable Python package, a starting point for behaviour the
+    spec format cannot express (move it to servers/native/ and delete the spec to replace it)."""
+    from servers.construction.spec import CATALOG_DIR, load_spec
+    from servers.construction.template import compile_spec
+
+    path = CATALOG_DIR / f"{name}.json"
+    if not path.exists():
+        console().print(f"[red]no catalog spec {name!r} (servers/catalog/{name}.json)[/red]")
+        raise typer.Exit(2)
+    target = to / name
+    if target.exists():
+        console().print(f"[red]{target} exists; choose another directory[/red]")
+        raise typer.Exit(2)
+    target.mkdir(parents=True)
+    files = compile_spec(load_spec(path))
+    for file_name, text in sorted(files.items()):
+        (target / file_name).write_text(text)
+    console().print(f"wrote {target} ({', '.join(sorted(files))})")
 
 
 @app.command("verify")
@@ -246,10 +274,11 @@ def verify_services(
     examples: Annotated[int, typer.Option(help="Generated inputs per tool in the conformance check.")] = 4,
     workers: Annotated[int, typer.Option(help="Processes to verify in parallel.")] = 1,
     source: Annotated[
-        str | None, typer.Option(help="With --all, only services of this source: hand-written or built.")
+        str | None, typer.Option(help="With --all, only services of this source: hand-written, spec or contrib.")
     ] = None,
 ) -> None:
-    """Verify native services: conformance for all; for built ones also spec conformance and scenarios."""
+    """Verify native services: conformance for all; for spec-run and contrib ones also spec conformance and
+    scenarios."""
     from servers.construction.verify import verify_named
     from servers.registry import all_services
 

@@ -51,6 +51,7 @@ from servers.tooling import (
     BadRequest,
     Conflict,
     Declared,
+    Deferred,
     Envelope,
     Forbidden,
     NotFound,
@@ -74,7 +75,7 @@ from servers.types import Count, Offset
 
 # Re-exported: services import the whole boundary from here.
 __all__ = [
-    "ENVELOPE_ERROR_SCHEMA", "WORLD_EPOCH", "BadGateway", "BadRequest", "Conflict", "Declared", "Envelope",
+    "ENVELOPE_ERROR_SCHEMA", "WORLD_EPOCH", "BadGateway", "BadRequest", "Conflict", "Declared", "Deferred", "Envelope",
     "Forbidden", "NotFound", "Op", "Page", "Param", "Record", "Service", "ServiceError", "ServiceState", "Source",
     "Tool", "ToolKind", "ToolMeta", "Unavailable", "adapter", "build_tool", "contains", "envelope_schema", "error",
     "make_tool", "ok", "paginate", "parse_docstring", "require", "validator",
@@ -191,7 +192,7 @@ def contains(haystack: str | None, needle: str | None) -> bool:
 
 _BASE_FIELDS = frozenset(ServiceState.model_fields)  # seq and clock: every state has them
 SeedFn = Callable[[random.Random, "Population"], Any]
-Source = Literal["hand-written", "built", "simulated", "external"]
+Source = Literal["hand-written", "spec", "simulated", "external"]
 
 
 class Service(Generic[S]):
@@ -256,7 +257,9 @@ class Service(Generic[S]):
         declared = None
         if meta:
             try:
-                fixed: dict[str, Any] = {k: tuple(v) if k in ("reads", "sets") else v for k, v in meta.items()}
+                fixed: dict[str, Any] = {
+                    k: tuple(v) if k in ("reads", "sets") and not isinstance(v, str) else v for k, v in meta.items()
+                }
                 declared = ToolMeta(**fixed)
             except TypeError as exc:
                 raise TypeError(f"tool {self.name}.{func.__name__}: bad metadata {meta}: {exc}") from None

@@ -1,10 +1,15 @@
 """Discovery of every registered service.
 
 A service is registered by existing: every module of ``servers.native`` (hand-written) and of
-``servers.built`` (built from the catalog and verified) that defines a module-level
-``service`` (a :class:`~servers.framework.Service`) is found, and so is every object named by an
-entry point of the ``compoworld.services`` group (``name = "package.module:service"``), which is
-how a separately installed package adds services without touching this repository.
+``servers.contrib`` (Python written by the ``llm`` construction backend and verified against its
+spec) that defines a module-level ``service`` (a :class:`~servers.framework.Service`), every spec
+of ``servers/catalog/`` (run by the spec engine, :mod:`servers.engine`; a contrib package of the
+same name replaces it), and every object named by an entry point of the ``compoworld.services``
+group (``name = "package.module:service"``), which is how a separately installed package adds
+services without touching this repository.
+
+Lookups by name build only what they name: :func:`load_services` imports one native module or
+runs one spec per name, so serving or mounting N services costs N, not the whole library.
 """
 
 from __future__ import annotations
@@ -17,9 +22,11 @@ from functools import lru_cache
 from importlib.metadata import entry_points
 from typing import Any
 
+from servers import engine
 from servers.framework import Service
 
 ENTRY_POINT_GROUP = "compoworld.services"
+PACKAGES = ("servers.native", "servers.contrib")
 
 
 class UnknownService(KeyError):
@@ -27,22 +34,20 @@ class UnknownService(KeyError):
         return str(self.args[0])
 
 
-def _native_modules() -> list[str]:
-    """Hand-written services (``servers.native``), then verified built ones (``servers.built``)."""
-    import servers.built as built
-    import servers.native as native
+def _modules(package_name: str) -> list[str]:
+    package = importlib.import_module(package_name)
+    found = sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name)
+    return [f"{package_name}.{m.name}" for m in found if not m.name.startswith("_")]
 
-    return [
-        f"{package.__name__}.{m.name}"
-        for package in (native, built)
-        for m in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name)
-        if not m.name.startswith("_")
-    ]
+
+def python_names() -> list[str]:
+    """Names of the hand-written and contrib service modules (nothing imported but the packages)."""
+    return [m.rsplit(".", 1)[1] for p in PACKAGES for m in _modules(p)]
 
 
 @lru_cache(maxsize=1)
 def all_services() -> dict[str, Service[Any]]:
-    """Every registered service by name, sorted by name (imported once, then cached)."""
+    """Every registered service by name, sorted by name (built once, then cached)."""
     found: dict[str, Service[Any]] = {}
     origins: dict[str, str] = {}
 
@@ -56,32 +61,44 @@ def all_services() -> dict[str, Service[Any]]:
         found[candidate.name] = candidate
         origins[candidate.name] = origin
 
-    for module_name in _native_modules():
-        module = importlib.import_module(module_name)
-        if hasattr(module, "service"):
-            add(module.service, module_name)
+    for package in PACKAGES:
+        for module_name in _modules(package):
+            module = importlib.import_module(module_name)
+            if hasattr(module, "service"):
+                add(module.service, module_name)
+    for name in engine.spec_names():
+        if name not in found:  # a contrib package of the same name replaces the spec-run service
+            add(engine.load(name), f"servers/catalog/{name}.json")
     for entry in entry_points(group=ENTRY_POINT_GROUP):
         add(entry.load(), f"entry point {entry.name!r} ({entry.value})")
     return dict(sorted(found.items()))
 
 
-def load_services(names: Iterable[str]) -> dict[str, Service[Any]]:
-    """The native services among ``names``, by name, importing no more modules than needed.
+def _python_service(name: str) -> Service[Any] | None:
+    for package in PACKAGES:
+        if name.isidentifier() and importlib.util.find_spec(f"{package}.{name}") is not None:
+            candidate = getattr(importlib.import_module(f"{package}.{name}"), "service", None)
+            if isinstance(candidate, Service) and candidate.name == name:
+                return candidate
+    return None
 
-    A service's module is named like it (``services build`` writes them so), so a name is looked
-    up as ``servers.native.<name>`` then ``servers.built.<name>``; only when some name is found
-    neither way (an entry-point service, or no native service at all) is every service imported.
-    Names that are no native service are left out.
+
+def load_services(names: Iterable[str]) -> dict[str, Service[Any]]:
+    """The services among ``names``, by name, building no more than needed.
+
+    A name is looked up as ``servers.native.<name>``, ``servers.contrib.<name>``, then
+    ``servers/catalog/<name>.json``; only when some name is found none of these ways (an
+    entry-point service) is every service built. Names that are no service are left out.
     """
     wanted = list(dict.fromkeys(names))
     found: dict[str, Service[Any]] = {}
+    specs = set(engine.spec_names())
     for name in wanted:
-        for package in ("servers.native", "servers.built"):
-            if name.isidentifier() and importlib.util.find_spec(f"{package}.{name}") is not None:
-                candidate = getattr(importlib.import_module(f"{package}.{name}"), "service", None)
-                if isinstance(candidate, Service) and candidate.name == name:
-                    found[name] = candidate
-                    break
+        service = _python_service(name)
+        if service is None and name in specs:
+            service = engine.load(name)
+        if service is not None:
+            found[name] = service
     if len(found) < len(wanted):
         every = all_services()
         found.update({n: every[n] for n in wanted if n in every and n not in found})
@@ -90,7 +107,8 @@ def load_services(names: Iterable[str]) -> dict[str, Service[Any]]:
 
 def get_service(name: str) -> Service[Any]:
     """The service called ``name``; the error lists the known names."""
+    found = load_services([name])
+    if name in found:
+        return found[name]
     services = all_services()
-    if name not in services:
-        raise UnknownService(f"unknown service {name!r}; known services: {', '.join(services)}")
-    return services[name]
+    raise UnknownService(f"unknown service {name!r}; known services: {', '.join(services)}")

@@ -224,6 +224,15 @@ class ToolMeta:
     reads: tuple[str, ...] = ()
     sets: tuple[str, ...] = ()
 
+    def __post_init__(self) -> None:
+        if self.op not in READ_OPS + WRITE_OPS:
+            raise TypeError(f"unknown tool op {self.op!r}; one of {', '.join(READ_OPS + WRITE_OPS)}")
+        for name in ("reads", "sets"):
+            if isinstance(getattr(self, name), str):  # ("stage") is a string, not a tuple of one field
+                raise TypeError(
+                    f"ToolMeta.{name} must be a tuple of field names, not the string {getattr(self, name)!r}"
+                )
+
     @property
     def kind(self) -> ToolKind:
         return "read" if self.op in READ_OPS else "write"
@@ -233,15 +242,22 @@ class ToolMeta:
                 "reads": list(self.reads), "sets": list(self.sets)}  # fmt: skip
 
 
-@dataclass(frozen=True)
 class Param:
-    """One parameter of a tool: its validator and whether it may be omitted."""
+    """One parameter of a tool: its annotation, whether it may be omitted, and its validator
+    (built on first use: a library of 10,000 tools is ready long before each has been called)."""
 
-    name: str
-    adapter: TypeAdapter[Any]
-    required: bool
-    default: Any = None
-    iso: bool = False  # a date or date-time: numbers are refused, not read as Unix timestamps
+    __slots__ = ("_adapter", "annotation", "default", "iso", "name", "required")
+
+    def __init__(self, name: str, annotation: Any, required: bool, default: Any = None, iso: bool = False) -> None:
+        self.name, self.annotation, self.required, self.default = name, annotation, required, default
+        self.iso = iso  # a date or date-time: numbers are refused, not read as Unix timestamps
+        self._adapter: TypeAdapter[Any] | None = None
+
+    @property
+    def adapter(self) -> TypeAdapter[Any]:
+        if self._adapter is None:
+            self._adapter = validator(self.annotation)
+        return self._adapter
 
 
 SchemaBuilder = Callable[[], tuple[dict[str, Any], dict[str, Any]]]
@@ -263,17 +279,19 @@ class Tool:
         description: str,
         func: Callable[..., Any],
         params: tuple[Param, ...],
-        result_adapter: TypeAdapter[Any],
+        result_adapter: TypeAdapter[Any] | None = None,
         input_schema: dict[str, Any] | None = None,
         output_schema: dict[str, Any] | None = None,
         schemas: SchemaBuilder | None = None,
         meta: ToolMeta | None = None,
         cache_key: str | None = None,
+        result: Any = Any,
     ) -> None:
         if (input_schema is None or output_schema is None) and schemas is None:
             raise TypeError(f"tool {name!r} needs its schemas or a builder of them")
         self.service, self.name, self.kind, self.description = service, name, kind, description
-        self.func, self.params, self.result_adapter = func, params, result_adapter
+        self.func, self.params = func, params
+        self._result_adapter, self.result = result_adapter, result
         self._input_schema, self._output_schema, self._schemas = input_schema, output_schema, schemas
         self._names = frozenset(p.name for p in params)
         if meta is not None and meta.kind != kind:
@@ -294,6 +312,13 @@ class Tool:
             return
         key = self.cache_key or f"tool:{self.func.__module__}:{self.func.__qualname__}:{self.service}.{self.name}"
         self._input_schema, self._output_schema = cache.get_or_make(key, self._schemas)
+
+    @property
+    def result_adapter(self) -> TypeAdapter[Any]:
+        """The validator that dumps results (built on first use, from ``result`` when not given)."""
+        if self._result_adapter is None:
+            self._result_adapter = validator(resolved(self.result))
+        return self._result_adapter
 
     @property
     def input_schema(self) -> dict[str, Any]:
@@ -410,6 +435,25 @@ def _parameters(func: Callable[..., Any]) -> list[tuple[str, Any]]:
     return out
 
 
+class Deferred:
+    """An annotation made on first use (a spec-run tool's result model: see :mod:`servers.engine`)."""
+
+    __slots__ = ("_made", "make")
+
+    def __init__(self, make: Callable[[], Any]) -> None:
+        self.make = make
+        self._made: Any = None
+
+    def get(self) -> Any:
+        if self._made is None:
+            self._made = self.make()
+        return self._made
+
+
+def resolved(annotation: Any) -> Any:
+    return annotation.get() if isinstance(annotation, Deferred) else annotation
+
+
 @dataclass(frozen=True)
 class Declared:
     """One parameter as declared: its annotation, whether it is required, its default and description."""
@@ -456,7 +500,7 @@ def make_tool(
     """A tool from explicit parameters (what the spec engine builds; :func:`build_tool` reads them
     from a function). ``cache_key`` names the schemas in the disk cache when they are a function of
     something other than the package's code (a spec file's hash)."""
-    specs = tuple(Param(d.name, validator(d.annotation), d.required, d.default, _iso(d.annotation)) for d in declared)
+    specs = tuple(Param(d.name, d.annotation, d.required, d.default, _iso(d.annotation)) for d in declared)
 
     def schemas() -> tuple[dict[str, Any], dict[str, Any]]:
         properties: dict[str, Any] = {}
@@ -477,7 +521,7 @@ def make_tool(
         }
         if defs:
             input_schema["$defs"] = defs
-        result_schema = adapter(result)[2]
+        result_schema = adapter(resolved(result))[2]
         output_schema = _OUTPUT_SCHEMAS.get(id(result_schema))
         if output_schema is None:
             output_schema = _OUTPUT_SCHEMAS.setdefault(id(result_schema), envelope_schema(result_schema))
@@ -490,7 +534,7 @@ def make_tool(
         description=description,
         func=func,
         params=specs,
-        result_adapter=validator(result),
+        result=result,
         schemas=schemas,
         meta=meta,
         cache_key=cache_key,

@@ -2,7 +2,7 @@
 
 A catalog spec (``servers/catalog``) whose implementation failed verification — or was never
 built — is still offered to agents: its tools are served by the world model. The tool schemas are
-the ones a native implementation would expose (the template backend's output, compiled in memory),
+the ones the spec engine's service exposes (:func:`servers.engine.build_service`),
 so an agent sees the same interface either way; each tool's ``op`` becomes the world-model effect
 that keeps later calls consistent with earlier ones (create → create, get → get, list → list,
 update/transition/adjust/append/remove → update, a transition also setting the lifecycle field to
@@ -16,9 +16,8 @@ import copy
 from pathlib import Path
 from typing import Any
 
-from servers.construction.loader import load_service
 from servers.construction.spec import CATALOG_DIR, ServiceSpec, load_catalog
-from servers.construction.template import compile_spec
+from servers.engine import build_service as engine_service
 from servers.framework import Service
 from servers.registry import all_services
 from servers.types import SEMANTIC_KEY
@@ -66,7 +65,7 @@ def _plain(schema: Any, defs: dict[str, Any]) -> Any:
 
 def simulated_spec(spec: ServiceSpec) -> SimSpec:
     """The world-model spec of a catalog service, with the interface a native build would have."""
-    reference = load_service(compile_spec(spec, formatted=False), spec.name, "reference")
+    reference = engine_service(spec)
     collections = {
         e.plural: Collection(id_field="id", id_prefix=e.id_prefix.upper()[:5].ljust(2, "X"), description=e.description)
         for e in spec.entities.values()

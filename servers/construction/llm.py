@@ -30,7 +30,7 @@ Write a Python package that follows the framework exactly:
   for local types), records subclass `Record`, the state subclasses `ServiceState` with one dict per entity
   plural keyed by id, ids come from `state.new_id(prefix)`, writes stamp `state.tick()`.
 - a module-level `service = Service(name, version=..., category=..., description=..., state=..., seed=seed,
-  source="built")`; tools are functions decorated `@service.read` / `@service.write` taking `state` first
+  source="contrib")`; tools are functions decorated `@service.read` / `@service.write` taking `state` first
   and typed parameters, with a Google-style docstring whose Args describe every parameter.
 - tool names, parameters, required parameters, semantic types and record fields exactly as the spec implies
   (get/update/transition/delete/adjust/append/remove take `<entity>_id`; list takes the filters, `query` when
@@ -73,10 +73,12 @@ class LLMWriter:
         from openai import OpenAI
 
         self.model, self.temperature = model, temperature
+        self.last_prompt: list[dict[str, Any]] | None = None
         key = api_key or os.environ.get("OPENAI_API_KEY") or "not-needed"
         self.client = OpenAI(base_url=base_url, api_key=key, timeout=timeout, max_retries=1)
 
     def _ask(self, messages: list[dict[str, Any]]) -> dict[str, str]:
+        self.last_prompt = messages  # kept (hashed) in the package's provenance
         response = self.client.chat.completions.create(
             model=self.model,
             messages=messages,  # type: ignore[arg-type]

@@ -235,6 +235,25 @@ class Interpreter:
                 codes.add(409)
             if tool.op == "remove" and not present:
                 codes.add(404)
+        for effect in tool.effects:  # an effect that would push a field out of its range: 409
+            source = record if record is not None else args
+            if effect.via.startswith("record."):
+                via = effect.via.removeprefix("record.")
+                key, ref_type = source.get(via), entity.fields[via].type
+            else:
+                key, ref_type = args.get(effect.via), self.params(tool).get(effect.via, "")
+            target = spec.entities[ref_type[4:]]
+            linked = state[target.plural].get(key) if key is not None else None
+            for name, operand in effect.add.items() if linked is not None else []:
+                amount: Any = operand
+                if isinstance(operand, str):
+                    amount = source.get(operand[7:]) if operand.startswith("record.") else args.get(operand)
+                if amount is None:
+                    continue
+                lo, hi = _range(spec, target.fields[name].type)
+                new = (linked.get(name) or 0) + amount  # type: ignore[union-attr]
+                if (lo is not None and new < lo - 1e-9) or (hi is not None and new > hi + 1e-9):
+                    codes.add(409)
         for guard in tool.guards:
             when = all(self._fails(tool, c, args, state, record) is True for c in guard.when)
             ok = all(self._fails(tool, c, args, state, record) is not False for c in guard.require)
@@ -515,6 +534,31 @@ class Scenarios:
             for name, value in cascade.set.items():
                 if linked is not None and value != "$now" and not _same(linked.get(name), value):
                     return f"args {args!r}: cascade left {target.plural} {target_id!r} {name}={linked.get(name)!r}"
+        for effect in tool.effects:  # the records an effect changes, by what it adds
+            record = before[entity.plural].get(record_id) or args
+            if effect.via.startswith("record."):
+                via = effect.via.removeprefix("record.")
+                key, ref_type = record.get(via, args.get(via)), entity.fields[via].type
+            else:
+                key, ref_type = args.get(effect.via), self.interp.params(tool).get(effect.via, "")
+            target = self.spec.entities[ref_type[4:]]
+            if key is None or key not in before[target.plural]:
+                continue
+            allowed.add((target.plural, key))
+            for name, operand in effect.add.items():
+                if isinstance(operand, str):
+                    amount = record.get(operand[7:]) if operand.startswith("record.") else args.get(operand)
+                else:
+                    amount = operand
+                if amount is None:
+                    continue
+                expected_value = (before[target.plural][key].get(name) or 0) + amount
+                if not _same(after[target.plural][key].get(name), expected_value):
+                    got = after[target.plural][key].get(name)
+                    return (
+                        f"args {args!r}: effect {effect.id} left {target.plural} {key!r} {name}={got!r}, "
+                        f"expected {expected_value!r}"
+                    )
         for other in self.spec.entities.values():
             old, new = before[other.plural], after[other.plural]
             for rid in set(old) | set(new):

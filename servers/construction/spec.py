@@ -169,6 +169,7 @@ class Condition(Strict):
 
 
 class Guard(Strict):
+    id: str | None = Field(default=None, pattern=NAME, description="Name a rule cites as its backing.")
     when: list[Condition] = Field(default_factory=list)
     require: list[Condition] = Field(min_length=1)
     code: Literal[400, 403, 409]
@@ -187,6 +188,35 @@ class ParamSpec(Strict):
 class Cascade(Strict):
     via: str
     set: dict[str, Any]
+
+
+class Effect(Strict):
+    """A change a write makes to another record: ``add`` to numeric fields of the record that
+    ``via`` points to (``record.<ref field>`` or a ref parameter) the value of an operand (a
+    parameter, ``record.<field>``) or a number; checked against the fields' ranges before the
+    write changes anything (409 when a result would leave its range)."""
+
+    id: str = Field(pattern=NAME)
+    via: str
+    add: dict[str, str | float] = Field(min_length=1)
+
+
+class Invariant(Strict):
+    """What every record of ``entity`` satisfies (conditions on ``record.<field>``), seeds included."""
+
+    entity: str
+    when: list[Condition] = Field(default_factory=list)
+    require: list[Condition] = Field(min_length=1)
+
+
+class Rule(Strict):
+    """A business rule and what implements it: ``by`` names guard ids, effect ids, ``lifecycle:<entity>``,
+    ``unique:<entity>.<field>`` or ``tool:<name>`` (a tool's own checks: frozen and allowed states,
+    blockers, ranges, list membership); ``holds`` states it as an invariant the seeds are checked against."""
+
+    text: str = Field(min_length=5)
+    by: list[str] = Field(min_length=1)
+    holds: Invariant | None = None
 
 
 class ToolSpec(Strict):
@@ -209,6 +239,7 @@ class ToolSpec(Strict):
     set: dict[str, Any] = Field(default_factory=dict)
     cascade: list[Cascade] = Field(default_factory=list)
     guards: list[Guard] = Field(default_factory=list)
+    effects: list[Effect] = Field(default_factory=list)
 
     @property
     def kind(self) -> Literal["read", "write"]:
@@ -221,7 +252,7 @@ class ServiceSpec(Strict):
     category: str = Field(min_length=2)
     description: str = Field(min_length=10)
     modelled_on: str = ""
-    rules: list[str] = Field(default_factory=list)
+    rules: list[str | Rule] = Field(default_factory=list)
     types: dict[str, TypeSpec] = Field(default_factory=dict)
     entities: dict[str, EntitySpec] = Field(min_length=1)
     tools: list[ToolSpec] = Field(min_length=1)
@@ -471,6 +502,8 @@ def _tool_problems(spec: ServiceSpec, tool: ToolSpec) -> list[str]:
             problems.append(f"{where}: cascade via {cascade.via!r} is not a ref field")
         elif bad := [k for k in cascade.set if k not in spec.entities[via.type[4:]].fields]:
             problems.append(f"{where}: cascade sets unknown fields {bad}")
+    for effect in tool.effects:
+        problems.extend(_effect_problems(spec, tool, effect))
     for i, guard in enumerate(tool.guards):
         for cond in guard.when + guard.require:
             problems.extend(_operand_problems(spec, tool, cond.left, f"{where} guard {i}"))
@@ -481,6 +514,55 @@ def _tool_problems(spec: ServiceSpec, tool: ToolSpec) -> list[str]:
     if tool.kind == "write" and tool.op != "create" and tool.op != "delete" and tool.op != "transition":
         pass
     return problems
+
+
+def _effect_problems(spec: ServiceSpec, tool: ToolSpec, effect: Effect) -> list[str]:
+    where = f"tool {tool.name!r} effect {effect.id!r}"
+    entity = spec.entities[tool.entity]
+    if effect.via.startswith("record."):
+        field = entity.fields.get(effect.via.removeprefix("record."))
+        ref_type = field.type if field else ""
+    else:
+        ref_type = _tool_params(spec, tool).get(effect.via, "")
+    if not ref_type.startswith("ref:") or ref_type[4:] not in spec.entities:
+        return [f"{where}: via {effect.via!r} is neither a ref field of the record nor a ref parameter"]
+    target = spec.entities[ref_type[4:]]
+    problems = []
+    for name, operand in effect.add.items():
+        field = target.fields.get(name)
+        if field is None or field.list or python_type(spec, field.type) not in ("int", "float"):
+            problems.append(f"{where}: adds to {name!r}, which is no numeric field of {ref_type[4:]!r}")
+        if isinstance(operand, str):
+            if operand.startswith("record."):
+                if operand.removeprefix("record.") not in entity.fields:
+                    problems.append(f"{where}: operand {operand!r}: {tool.entity!r} has no such field")
+            elif operand not in _tool_params(spec, tool):
+                problems.append(f"{where}: operand {operand!r} is not a parameter of the tool")
+    return problems
+
+
+def rule_problems(spec: ServiceSpec) -> list[str]:
+    """Rules not backed by what implements them (spec lint; the seeds are checked by the engine)."""
+    ids = {g.id for t in spec.tools for g in t.guards if g.id} | {e.id for t in spec.tools for e in t.effects}
+    ids |= {f"lifecycle:{n}" for n, e in spec.entities.items() if e.lifecycle}
+    ids |= {f"unique:{n}.{f}" for n, e in spec.entities.items() for f, fs in e.fields.items() if fs.unique}
+    ids |= {f"tool:{t.name}" for t in spec.tools}
+    problems = []
+    for i, rule in enumerate(spec.rules):
+        if isinstance(rule, str):
+            problems.append(f"rule {i} ({rule[:60]!r}) is not backed: write it as {{'text': ..., 'by': [guard or "
+                            "effect ids, lifecycle:<entity>, unique:<entity>.<field>, tool:<name>]}")  # fmt: skip
+            continue
+        unknown = [b for b in rule.by if b not in ids]
+        if unknown:
+            problems.append(f"rule {i} ({rule.text[:60]!r}) cites {unknown}, which name nothing in the spec")
+        if rule.holds is not None and rule.holds.entity not in spec.entities:
+            problems.append(f"rule {i}: invariant on unknown entity {rule.holds.entity!r}")
+    return problems
+
+
+def rule_text(rule: str | Rule) -> str:
+    return rule if isinstance(rule, str) else rule.text
 
 
 def spec_problems(spec: ServiceSpec) -> list[str]:

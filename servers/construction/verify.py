@@ -1,4 +1,4 @@
-"""Verification of a built service: conformance, spec conformance and generated scenarios.
+"""Verification of a spec-run or contributed service: conformance, spec conformance and generated scenarios.
 
 ``verify(spec, service)`` runs
 
@@ -149,14 +149,14 @@ def verify(spec: ServiceSpec, service: Service[Any], *, examples: int = 6, seed:
 
 
 def verify_one(name: str, examples: int = 4) -> tuple[str, bool]:
-    """Verify a registered service by name: built ones against their catalog spec."""
+    """Verify a registered service by name: spec-run and contrib ones against their catalog spec."""
     from servers.conformance import check_service
     from servers.construction.spec import CATALOG_DIR, load_spec
     from servers.registry import get_service
 
     service = get_service(name)
     spec_path = CATALOG_DIR / f"{name}.json"
-    if service.source == "built" and spec_path.exists():
+    if service.source in ("spec", "contrib") and spec_path.exists():
         result = verify(load_spec(spec_path), service, examples=examples)
         return result.summary(), result.ok
     report = check_service(service, examples=examples)

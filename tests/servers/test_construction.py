@@ -1,4 +1,4 @@
-"""Service construction: spec validation, the template compiler, scenarios, the build pipeline."""
+"""Service construction: spec validation, eject (spec → Python), scenarios, the build pipeline."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from servers.construction.loader import load_service
-from servers.construction.pipeline import build, read_report
+from servers.construction.pipeline import build, build_spec, read_report
 from servers.construction.scenarios import run_scenarios
 from servers.construction.spec import CATALOG_DIR, ServiceSpec, load_catalog, load_spec
-from servers.construction.template import BUILT_DIR, compile_spec
+from servers.construction.template import compile_spec
 from servers.construction.verify import verify
 from servers.registry import all_services
 
@@ -76,15 +76,15 @@ def test_template_is_deterministic_and_readable(booklog: ServiceSpec, booklog_fi
     assert "Args:" in tools and "days: Length of the loan in days." in tools
 
 
-def test_built_service_passes_verification(booklog: ServiceSpec, booklog_files: dict[str, str]) -> None:
+def test_ejected_service_passes_verification(booklog: ServiceSpec, booklog_files: dict[str, str]) -> None:
     service = load_service(booklog_files, "booklog")
-    assert service.source == "built"
+    assert service.source == "hand-written"
     result = verify(booklog, service, examples=3)
     assert result.ok, result.summary()
     assert result.calls > 100
 
 
-def test_built_service_enforces_its_rules(booklog: ServiceSpec, booklog_files: dict[str, str]) -> None:
+def test_ejected_service_enforces_its_rules(booklog: ServiceSpec, booklog_files: dict[str, str]) -> None:
     service = load_service(booklog_files, "booklog")
     state = service.seed_state(0)
     book = service.call(state, "add_book", {"title": "Middlemarch", "copies": 2})["data"]
@@ -131,41 +131,47 @@ def test_scenarios_catch_a_broken_implementation(
     assert {f.tool for f in report.failures} == {tool}
 
 
-def test_pipeline_keeps_a_verified_build_and_routes_a_broken_one(booklog: ServiceSpec, tmp_path: Path) -> None:
-    kept = build(booklog, root=tmp_path, examples=2)
+def _contrib_writer(spec: ServiceSpec) -> dict[str, str]:
+    return compile_spec(spec, source="contrib")
+
+
+def test_pipeline_keeps_a_verified_package_with_provenance_and_refuses_a_broken_one(
+    booklog: ServiceSpec, tmp_path: Path
+) -> None:
+    kept = build(booklog, _contrib_writer, backend="test", root=tmp_path, examples=2)
     assert kept.ok and (tmp_path / "booklog" / "tools.py").exists()
+    provenance = json.loads((tmp_path / "booklog" / "provenance.json").read_text())
+    assert provenance["spec"] == "booklog" and len(provenance["spec_hash"]) == 16
+    assert provenance["verification"]["verified"] is True
 
     def broken_writer(spec: ServiceSpec) -> dict[str, str]:
         files = compile_spec(spec)
         files["tools.py"] = files["tools.py"].replace('record.status = "on_loan"', 'record.status = "lost"')
         return files
 
-    routed = build(booklog, broken_writer, backend="test", root=tmp_path, examples=2)
-    assert not routed.ok and routed.source == "simulated"
-    assert not (tmp_path / "booklog").exists()
-    report = read_report(tmp_path)["booklog"]
-    assert report["source"] == "simulated" and report["failing_tools"] == ["lend_book"]
+    elsewhere = tmp_path / "other"
+    refused = build(booklog, broken_writer, backend="test", root=elsewhere, examples=2)
+    assert not refused.ok and not (elsewhere / "booklog").exists()
+    assert read_report(tmp_path)["booklog"]["kept"] is True
+    report = read_report(elsewhere)["booklog"]
+    assert report["kept"] is False and report["failing_tools"] == ["lend_book"]
     assert any("status reads back 'lost', expected 'on_loan'" in f for f in report["failures"])
 
 
-def test_committed_builds_match_the_compiler() -> None:
-    report = read_report()
-    for spec in load_catalog():
-        target = BUILT_DIR / spec.name
-        if report.get(spec.name, {}).get("source") != "built":
-            assert not target.exists(), f"{spec.name} is built but its report says it is not"
-            continue
-        files = compile_spec(spec)
-        on_disk = {p.name: p.read_text() for p in target.glob("*.py")}
-        assert on_disk == files, f"servers/built/{spec.name} differs from its spec: run compoworld services build"
+def test_build_spec_places_a_verified_spec_in_the_catalog_and_refuses_an_invalid_one(tmp_path: Path) -> None:
+    catalog = tmp_path / "catalog"
+    catalog.mkdir()
+    done = build_spec(SPECS / "booklog.json", catalog=catalog, examples=2)
+    assert done.ok and (catalog / "booklog.json").read_text() == (SPECS / "booklog.json").read_text()
+    bad = tmp_path / "broken.json"
+    bad.write_text(json.dumps(_spec_with({"tools/3/to": "archived"})))
+    refused = build_spec(bad, catalog=catalog, examples=2)
+    assert not refused.ok and not (catalog / "broken.json").exists()
+    assert "transition needs an entity lifecycle" in refused.verification.failures[0].message
 
 
-def test_every_catalog_spec_is_mounted_natively_or_reported() -> None:
+def test_every_catalog_spec_is_mounted_and_run_by_the_engine() -> None:
     native = all_services()
-    report = read_report()
     for spec in load_catalog(CATALOG_DIR):
-        if spec.name in native:
-            assert native[spec.name].source == "built"
-            assert report[spec.name]["verified"] is True
-        else:
-            assert report[spec.name]["failures"], f"{spec.name} is routed without a reason"
+        assert native[spec.name].source == "spec"
+        assert list(native[spec.name].tools) == [t.name for t in spec.tools]

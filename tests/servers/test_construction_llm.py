@@ -35,7 +35,7 @@ def test_parse_files_reads_named_blocks_and_refuses_prose() -> None:
         raise AssertionError(f"accepted {bad!r}")
 
 
-def test_llm_backend_keeps_a_correct_service_and_routes_a_broken_one(
+def test_llm_backend_keeps_a_correct_package_and_refuses_a_broken_one(
     openai_server: ScriptedOpenAI, tmp_path: Path
 ) -> None:
     good_spec, bad_spec = load_spec(SPECS / "booklog.json"), _shelf()
@@ -50,8 +50,8 @@ def test_llm_backend_keeps_a_correct_service_and_routes_a_broken_one(
     assert kept.ok and (tmp_path / "booklog" / "tools.py").exists()
     assert not routed.ok and not (tmp_path / "shelf").exists()
     report = read_report(tmp_path)
-    assert report["booklog"] == {**report["booklog"], "backend": "llm", "source": "built", "verified": True}
-    assert report["shelf"]["source"] == "simulated" and report["shelf"]["failing_tools"] == ["lend_book"]
+    assert report["booklog"] == {**report["booklog"], "backend": "llm", "kept": True, "verified": True}
+    assert report["shelf"]["kept"] is False and report["shelf"]["failing_tools"] == ["lend_book"]
     assert any("forbids this call ([403])" in f for f in report["shelf"]["failures"])
     # one request per spec, plus one repair round that showed the model its failing checks
     assert len(openai_server.requests) == 3
@@ -61,7 +61,7 @@ def test_llm_backend_keeps_a_correct_service_and_routes_a_broken_one(
     assert repair[-1]["role"] == "user" and "lend_book" in repair[-1]["content"]
 
 
-def test_llm_backend_routes_an_answer_without_code(openai_server: ScriptedOpenAI, tmp_path: Path) -> None:
+def test_llm_backend_refuses_an_answer_without_code(openai_server: ScriptedOpenAI, tmp_path: Path) -> None:
     openai_server.replies = ["I cannot write that service."]
     result = build(load_spec(SPECS / "booklog.json"), LLMWriter("m", base_url=openai_server.url), root=tmp_path)
     assert not result.ok

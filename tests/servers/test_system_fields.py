@@ -79,8 +79,8 @@ def test_hand_written_services_declare_only_fields_of_their_models() -> None:
         assert not missing, f"{name}: {sorted(missing)}"
 
 
-def test_built_services_declare_what_the_compiler_stamps() -> None:
-    built = [s for s in all_services().values() if s.source == "built"]
+def test_spec_services_declare_what_the_engine_stamps() -> None:
+    built = [s for s in all_services().values() if s.source == "spec"]
     assert built
     for service in built:
         assert service.system_fields == BASE | set(SYSTEM_FIELDS), service.name
