@@ -294,7 +294,7 @@ def _wait_ready(proc: subprocess.Popen[bytes], port: int, deadline: float) -> No
 # Measurements (client side)
 
 
-async def _startup(args: list[str]) -> float:
+async def first_listing_s(args: list[str]) -> float:
     """Seconds from launching ``python ARGS`` to the first ``tools/list`` answer over stdio."""
     import anyio
     from mcp import Client, StdioServerParameters
@@ -471,12 +471,12 @@ def run(quick: bool) -> dict[str, dict[str, Any]]:
         }
         for key, (ours_args, peer_args) in launches.items():
             if not quick:  # one untimed launch each: both start with a warm file cache
-                anyio.run(_startup, ours_args)
-                anyio.run(_startup, peer_args)
+                anyio.run(first_listing_s, ours_args)
+                anyio.run(first_listing_s, peer_args)
             ours_s, peer_s = [], []
             for _ in range(reps):  # interleaved, so that noise falls on both sides alike
-                ours_s.append(anyio.run(_startup, ours_args))
-                peer_s.append(anyio.run(_startup, peer_args))
+                ours_s.append(anyio.run(first_listing_s, ours_args))
+                peer_s.append(anyio.run(first_listing_s, peer_args))
             ours[key], peer[key] = statistics.median(ours_s), statistics.median(peer_s)
 
         servers = Servers()

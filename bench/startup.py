@@ -30,6 +30,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from serving import first_listing_s  # bench/serving.py: launch to the first tools/list over stdio
+
 ROOT = Path(__file__).resolve().parents[1]
 TARGETS = {"help_s": 0.5, "services_list_s": 1.5, "hub_build_s": 1.0, "hub_serve_first_list_s": 2.0,
            "call_ratio_vs_generated": 1.5}  # fmt: skip
@@ -53,20 +55,6 @@ def _hub_build() -> float:
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=_env(), check=True, capture_output=True,
                           text=True)  # fmt: skip
     return float(done.stdout.strip().splitlines()[-1])
-
-
-async def _first_list() -> float:
-    from mcp import Client, StdioServerParameters
-    from mcp.client.stdio import stdio_client
-
-    params = StdioServerParameters(command=CLI, args=["hub", "serve"], cwd=ROOT, env=_env())
-    with open(os.devnull, "w") as devnull:
-        started = time.perf_counter()
-        async with Client(stdio_client(params, errlog=devnull)) as client:
-            listed = await client.list_tools()
-            elapsed = time.perf_counter() - started
-    assert listed.tools, "the hub listed no tools"
-    return elapsed
 
 
 def _call_ratio(name: str = "fleet", rounds: int = 2000) -> tuple[float, float, float]:
@@ -110,7 +98,9 @@ def main() -> None:
         "help_s": statistics.median(_wall([CLI, "--help"]) for _ in range(args.repeat)),
         "services_list_s": statistics.median(_wall([CLI, "services", "list"]) for _ in range(args.repeat)),
         "hub_build_s": statistics.median(_hub_build() for _ in range(args.repeat)),
-        "hub_serve_first_list_s": statistics.median(asyncio.run(_first_list()) for _ in range(args.repeat)),
+        "hub_serve_first_list_s": statistics.median(
+            asyncio.run(first_listing_s(["-m", "training.cli", "hub", "serve"])) for _ in range(args.repeat)
+        ),
     }
     ratio, engine_us, ejected_us = _call_ratio()
     results |= {"call_ratio_vs_generated": ratio, "call_engine_us": engine_us, "call_generated_us": ejected_us}

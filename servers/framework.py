@@ -218,7 +218,7 @@ class Service(Generic[S]):
         version: int,
         category: str,
         description: str,
-        state: type[S],
+        state: type[S] | Callable[[], type[S]],
         seed: Callable[[random.Random, Population], S],
         source: Source = "hand-written",
         system_fields: Iterable[str] = (),
@@ -226,25 +226,42 @@ class Service(Generic[S]):
         if not re.fullmatch(r"[a-z][a-z0-9_]{1,30}", name) or "__" in name:
             raise ValueError(f"service name {name!r} must be lower_snake_case without '__'")
         declared = frozenset([system_fields] if isinstance(system_fields, str) else system_fields)
-        if declared:
-            unknown = sorted(declared - field_names(state))
-            if unknown:
-                raise ValueError(
-                    f"system_fields of service {name!r} name no field of {state.__name__} or its records: {unknown}"
-                )
         self.system_fields: frozenset[str] = declared | _BASE_FIELDS
         """Fields the service maintains itself on writes, ``seq`` and ``clock`` included."""
         self.name = name
         self.version = version
         self.category = category
         self.description = description
-        self.state_type = state
+        # ``state`` is the state class, or a function making it on first use (the spec engine
+        # builds a spec's pydantic models only when the service is first seeded or called).
+        self._state: type[S] | None = state if isinstance(state, type) else None
+        self._make_state: Callable[[], type[S]] | None = None if isinstance(state, type) else state
+        self._declared = declared
+        if self._state is not None:
+            self._check_system_fields(self._state)
         self.seed_fn = seed
         self.source: Source = source
         self.tools: dict[str, Tool] = {}
 
     def __repr__(self) -> str:
         return f"Service({self.name!r}, version={self.version}, tools={len(self.tools)})"
+
+    def _check_system_fields(self, state: type[S]) -> None:
+        unknown = sorted(self._declared - field_names(state))
+        if unknown:
+            raise ValueError(
+                f"system_fields of service {self.name!r} name no field of {state.__name__} or its records: {unknown}"
+            )
+
+    @property
+    def state_type(self) -> type[S]:
+        """The state class (made and checked on first use when the service was given a function)."""
+        if self._state is None:
+            assert self._make_state is not None
+            made = self._make_state()
+            self._check_system_fields(made)
+            self._state = made
+        return self._state
 
     def add_tool(self, tool: Tool) -> Tool:
         """Register a tool built elsewhere (the spec engine's); names are unique per service."""

@@ -92,10 +92,9 @@ def load_services(names: Iterable[str]) -> dict[str, Service[Any]]:
     """
     wanted = list(dict.fromkeys(names))
     found: dict[str, Service[Any]] = {}
-    specs = set(engine.spec_names())
     for name in wanted:
         service = _python_service(name)
-        if service is None and name in specs:
+        if service is None and name.isidentifier() and engine.spec_path(name).exists():
             service = engine.load(name)
         if service is not None:
             found[name] = service

@@ -194,12 +194,11 @@ def _iso(annotation: Any) -> bool:
 _OUTPUT_SCHEMAS: dict[int, dict[str, Any]] = {}
 
 
-READ_OPS = ("list", "get", "search", "aggregate", "lookup")
-WRITE_OPS = ("create", "update", "transition", "delete", "adjust", "append", "remove", "send", "action")
-Op = Literal[
-    "list", "get", "search", "aggregate", "lookup",
-    "create", "update", "transition", "delete", "adjust", "append", "remove", "send", "action",
-]  # fmt: skip
+ReadOp = Literal["list", "get", "search", "aggregate", "lookup"]
+WriteOp = Literal["create", "update", "transition", "delete", "adjust", "append", "remove", "send", "action"]
+Op = ReadOp | WriteOp
+READ_OPS: tuple[str, ...] = typing.get_args(ReadOp)
+WRITE_OPS: tuple[str, ...] = typing.get_args(WriteOp)
 
 
 @dataclass(frozen=True)

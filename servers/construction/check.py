@@ -6,11 +6,10 @@ import sys
 
 from servers.construction.spec import load_spec
 from servers.construction.verify import verify
+from servers.engine import build_service
 
 
 def main(argv: list[str]) -> int:
-    from servers.engine import build_service
-
     failed = 0
     for path in argv:
         spec = load_spec(path)

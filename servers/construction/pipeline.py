@@ -31,6 +31,7 @@ from typing import Any, Literal
 from servers.construction.loader import load_service
 from servers.construction.spec import CATALOG_DIR, ServiceSpec, load_spec
 from servers.construction.verify import Check, Verification, verify
+from servers.engine import build_service, spec_digest
 
 Writer = Callable[[ServiceSpec], dict[str, str]]
 REPORT = "report.json"
@@ -54,14 +55,8 @@ class BuildResult:
         return {"backend": self.backend, "kept": self.kept, "where": self.where, **self.verification.to_json()}
 
 
-def spec_hash(spec: ServiceSpec) -> str:
-    return hashlib.sha256(spec.model_dump_json(by_alias=True).encode()).hexdigest()[:16]
-
-
 def build_spec(path: Path, catalog: Path = CATALOG_DIR, examples: int = 4) -> BuildResult:
     """Validate, run and verify one spec file; copy it into ``catalog`` when it passes."""
-    from servers.engine import build_service  # the engine imports construction's spec model
-
     try:
         spec = load_spec(path)
         service = build_service(spec)
@@ -125,7 +120,7 @@ def _finish(
             if prompt is not None
             else None,
             "spec": spec.name,
-            "spec_hash": spec_hash(spec),
+            "spec_hash": spec_digest(spec),
             "verification": result.verification.to_json(),
         }
         (target / "provenance.json").write_text(json.dumps(provenance, indent=2) + "\n")

@@ -21,10 +21,10 @@ from __future__ import annotations
 import datetime as dt
 import random
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from servers.construction.spec import Condition, ServiceSpec, ToolSpec
-from servers.construction.vocabulary import SHARED, python_type
+from servers.construction.vocabulary import python_type, value_range
 from servers.framework import Service
 from servers.state import snapshot
 
@@ -137,6 +137,17 @@ def holds(op: str, left: Any, right: Any) -> bool | None:
         return None
 
 
+class Added(NamedTuple):
+    """What an effect adds: ``amount`` to ``field`` (of type ``type``) of record ``key`` in ``plural``."""
+
+    plural: str
+    key: Any
+    field: str
+    type: str
+    before: Any
+    amount: Any
+
+
 class Interpreter:
     """Predicts a write's outcome from the spec and a JSON snapshot of the state."""
 
@@ -185,6 +196,29 @@ class Interpreter:
         right = self._operand(tool, cond.right, args, state, record) if cond.right else cond.value
         return holds(cond.op, left, right)
 
+    def effects(self, tool: ToolSpec, args: dict[str, Any], state: dict[str, Any],
+                record: dict[str, Any] | None) -> list[Added]:  # fmt: skip
+        """What every effect of the call adds, to which record of ``state``."""
+        entity = self.spec.entities[tool.entity]
+        source = record if record is not None else args
+        out: list[Added] = []
+        for effect in tool.effects:
+            if effect.via.startswith("record."):
+                via = effect.via.removeprefix("record.")
+                key, ref_type = source.get(via), entity.fields[via].type
+            else:
+                key, ref_type = args.get(effect.via), self.params(tool).get(effect.via, "")
+            target = self.spec.entities[ref_type[4:]]
+            linked = state[target.plural].get(key) if key is not None else None
+            for name, operand in effect.add.items() if linked is not None else []:
+                amount: Any = operand
+                if isinstance(operand, str):
+                    amount = source.get(operand[7:]) if operand.startswith("record.") else args.get(operand)
+                if amount is not None:
+                    before = linked.get(name)  # type: ignore[union-attr]
+                    out.append(Added(target.plural, key, name, target.fields[name].type, before, amount))
+        return out
+
     def violations(self, tool: ToolSpec, args: dict[str, Any], state: dict[str, Any]) -> set[int]:
         """The error codes the spec gives for this call (empty: it must succeed)."""
         spec, entity = self.spec, self.spec.entities[tool.entity]
@@ -225,7 +259,7 @@ class Interpreter:
         if tool.op == "adjust" and record is not None and tool.field:
             (pname,) = tool.params
             new = (record.get(tool.field) or 0) + args[pname]
-            lo, hi = _range(spec, entity.fields[tool.field].type)
+            lo, hi = value_range(spec, entity.fields[tool.field].type)
             if (lo is not None and new < lo - 1e-9) or (hi is not None and new > hi + 1e-9):
                 codes.add(409)
         if tool.op in ("append", "remove") and record is not None and tool.field:
@@ -235,25 +269,11 @@ class Interpreter:
                 codes.add(409)
             if tool.op == "remove" and not present:
                 codes.add(404)
-        for effect in tool.effects:  # an effect that would push a field out of its range: 409
-            source = record if record is not None else args
-            if effect.via.startswith("record."):
-                via = effect.via.removeprefix("record.")
-                key, ref_type = source.get(via), entity.fields[via].type
-            else:
-                key, ref_type = args.get(effect.via), self.params(tool).get(effect.via, "")
-            target = spec.entities[ref_type[4:]]
-            linked = state[target.plural].get(key) if key is not None else None
-            for name, operand in effect.add.items() if linked is not None else []:
-                amount: Any = operand
-                if isinstance(operand, str):
-                    amount = source.get(operand[7:]) if operand.startswith("record.") else args.get(operand)
-                if amount is None:
-                    continue
-                lo, hi = _range(spec, target.fields[name].type)
-                new = (linked.get(name) or 0) + amount  # type: ignore[union-attr]
-                if (lo is not None and new < lo - 1e-9) or (hi is not None and new > hi + 1e-9):
-                    codes.add(409)
+        for added in self.effects(tool, args, state, record):
+            lo, hi = value_range(spec, added.type)
+            new = (added.before or 0) + added.amount  # an effect that would push a field out of its range: 409
+            if (lo is not None and new < lo - 1e-9) or (hi is not None and new > hi + 1e-9):
+                codes.add(409)
         for guard in tool.guards:
             when = all(self._fails(tool, c, args, state, record) is True for c in guard.when)
             ok = all(self._fails(tool, c, args, state, record) is not False for c in guard.require)
@@ -288,14 +308,6 @@ class Interpreter:
                 out[param.field] = args[name]
         out |= {k: v for k, v in tool.set.items() if v != "$now"}
         return out
-
-
-def _range(spec: ServiceSpec, type_name: str) -> tuple[float | None, float | None]:
-    _, _, local = spec.field_type(type_name)
-    if local is not None:
-        return local.minimum, local.maximum
-    shared = SHARED.get(type_name)
-    return (shared.constraints.get("ge"), shared.constraints.get("le")) if shared else (None, None)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -386,7 +398,7 @@ class Scenarios:
             targets += [UNKNOWN]
             while len(targets) < self.per_tool and records:
                 targets.append(self.rng.choice(records)["id"])
-        out = []
+        out: list[dict[str, Any]] = []
         for i in range(max(self.per_tool, len(targets))):
             args: dict[str, Any] = {}
             if targets:
@@ -534,31 +546,13 @@ class Scenarios:
             for name, value in cascade.set.items():
                 if linked is not None and value != "$now" and not _same(linked.get(name), value):
                     return f"args {args!r}: cascade left {target.plural} {target_id!r} {name}={linked.get(name)!r}"
-        for effect in tool.effects:  # the records an effect changes, by what it adds
-            record = before[entity.plural].get(record_id) or args
-            if effect.via.startswith("record."):
-                via = effect.via.removeprefix("record.")
-                key, ref_type = record.get(via, args.get(via)), entity.fields[via].type
-            else:
-                key, ref_type = args.get(effect.via), self.interp.params(tool).get(effect.via, "")
-            target = self.spec.entities[ref_type[4:]]
-            if key is None or key not in before[target.plural]:
-                continue
-            allowed.add((target.plural, key))
-            for name, operand in effect.add.items():
-                if isinstance(operand, str):
-                    amount = record.get(operand[7:]) if operand.startswith("record.") else args.get(operand)
-                else:
-                    amount = operand
-                if amount is None:
-                    continue
-                expected_value = (before[target.plural][key].get(name) or 0) + amount
-                if not _same(after[target.plural][key].get(name), expected_value):
-                    got = after[target.plural][key].get(name)
-                    return (
-                        f"args {args!r}: effect {effect.id} left {target.plural} {key!r} {name}={got!r}, "
-                        f"expected {expected_value!r}"
-                    )
+        record = before[entity.plural].get(record_id)
+        for added in self.interp.effects(tool, args, before, record):
+            allowed.add((added.plural, added.key))  # the records an effect changes, by what it adds
+            expected_value, got = (added.before or 0) + added.amount, after[added.plural][added.key].get(added.field)
+            if not _same(got, expected_value):
+                return (f"args {args!r}: effect on {added.plural} {added.key!r} left {added.field}={got!r}, "
+                        f"expected {expected_value!r}")  # fmt: skip
         for other in self.spec.entities.values():
             old, new = before[other.plural], after[other.plural]
             for rid in set(old) | set(new):

@@ -11,9 +11,13 @@ import datetime as dt
 import json
 import random
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from servers.construction.vocabulary import SHARED, python_type
 from servers.population import Company, Person, Population, Product
+
+if TYPE_CHECKING:
+    from servers.construction.spec import FieldSpec, ServiceSpec
 
 WORDS = ("review", "update", "renewal", "setup", "migration", "audit", "request", "plan", "upgrade", "check")
 SENTENCES = (
@@ -88,6 +92,30 @@ def default_seed(semantic: str, python: str, enum: list[str] | None, bounds: tup
     if python in ("datetime", "date"):
         return "past:0..90"
     return "text:{pick:" + "|".join(w.capitalize() for w in WORDS) + "} {pick:A|B|C|D}"
+
+
+def _seed_bounds(spec: ServiceSpec, type_name: str) -> tuple[float, float] | None:
+    """The range a numeric field's default seed draws from: the type's bounds, 1,000 wide at most."""
+    _kind, _, local = spec.field_type(type_name)
+    if local is not None and (local.minimum is not None or local.maximum is not None):
+        lo = local.minimum if local.minimum is not None else 0
+        return lo, local.maximum if local.maximum is not None else lo + 1000
+    shared = SHARED.get(type_name)
+    if shared and ("ge" in shared.constraints or "le" in shared.constraints):
+        lo = shared.constraints.get("ge", 0)
+        return lo, shared.constraints.get("le", lo + 1000)
+    return None
+
+
+def field_seed(spec: ServiceSpec, field: FieldSpec) -> str:
+    """The seed of a field: its own, ``ref`` for a reference, else the default of its semantic type."""
+    if field.seed is None and field.type.startswith("ref:"):
+        return "ref"
+    if field.seed:
+        return field.seed
+    _, semantic, _ = spec.field_type(field.type)
+    return default_seed(semantic, python_type(spec, field.type), spec.enum_of(field.type),
+                        _seed_bounds(spec, field.type))  # fmt: skip
 
 
 class Slots:

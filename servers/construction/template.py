@@ -21,7 +21,7 @@ import textwrap
 from pathlib import Path
 
 from servers.construction.naming import Names, lit, wrap_doc
-from servers.construction.seeding import default_seed
+from servers.construction.seeding import field_seed
 from servers.construction.spec import (
     AUTO_FIELDS,
     SYSTEM_FIELDS,
@@ -32,7 +32,7 @@ from servers.construction.spec import (
     rule_text,
 )
 from servers.construction.tools import tool_code
-from servers.construction.vocabulary import SHARED, python_type
+from servers.construction.vocabulary import python_type, type_description
 
 HEADER = "# Ejected by `compoworld services eject` from servers/catalog/{name}.json; edit freely.\n"
 
@@ -98,7 +98,7 @@ def _field_line(spec: ServiceSpec, names: Names, name: str, field: FieldSpec) ->
         options.append("default=None")
     elif field.default is not None:
         options.append(f"default={field.default!r}")
-    description = field.description or (_type_description(spec, field.type) if field.list else None)
+    description = field.description or (type_description(spec, field.type, plural=True) if field.list else None)
     if description:
         options.append(f"description={lit(description)}")
     if not options:
@@ -106,15 +106,6 @@ def _field_line(spec: ServiceSpec, names: Names, name: str, field: FieldSpec) ->
     if options == [f"default={field.default!r}"]:
         return f"    {name}: {annotation} = {field.default!r}"
     return f"    {name}: {annotation} = Field({', '.join(options)})"
-
-
-def _type_description(spec: ServiceSpec, type_name: str) -> str:
-    kind, _, local = spec.field_type(type_name)
-    if local is not None:
-        return local.description
-    if kind == "ref":
-        return f"Ids of {type_name[4:].replace('_', ' ')}s."
-    return SHARED[type_name].description
 
 
 def _record(spec: ServiceSpec, names: Names, entity_name: str, entity: EntitySpec) -> str:
@@ -126,27 +117,10 @@ def _record(spec: ServiceSpec, names: Names, entity_name: str, entity: EntitySpe
     return "\n".join(lines)
 
 
-def _bounds(spec: ServiceSpec, type_name: str) -> tuple[float, float] | None:
-    _kind, _, local = spec.field_type(type_name)
-    if local is not None and (local.minimum is not None or local.maximum is not None):
-        lo = local.minimum if local.minimum is not None else 0
-        return lo, local.maximum if local.maximum is not None else lo + 1000
-    shared = SHARED.get(type_name)
-    if shared and ("ge" in shared.constraints or "le" in shared.constraints):
-        lo = shared.constraints.get("ge", 0)
-        return lo, shared.constraints.get("le", lo + 1000)
-    return None
-
-
 def seed_expression(spec: ServiceSpec, entity_name: str, name: str, field: FieldSpec) -> str:
     """Python expression drawing one seeded value of a field (``values`` holds earlier fields)."""
     python = python_type(spec, field.type)
-    _, semantic, _ = spec.field_type(field.type)
-    if field.seed is None and field.type.startswith("ref:"):
-        seed = "ref"
-    else:
-        seed = field.seed or default_seed(semantic, python, spec.enum_of(field.type), _bounds(spec, field.type))
-    kind, _, arg = seed.partition(":")
+    kind, _, arg = field_seed(spec, field).partition(":")
     if kind in ("person", "employee", "contact"):
         slot, attr = arg.split(".")
         expr = f"person_attr(slots.person({slot!r}, {kind!r}), {attr!r})"

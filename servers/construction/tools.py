@@ -8,7 +8,7 @@ from typing import Any
 
 from servers.construction.naming import Names, lit, wrap_doc
 from servers.construction.spec import SYSTEM_FIELDS, Condition, ServiceSpec, ToolSpec
-from servers.construction.vocabulary import SHARED, python_type
+from servers.construction.vocabulary import python_type, type_description, value_range
 
 ERRORS = {400: "BadRequest", 403: "Forbidden", 404: "NotFound", 409: "Conflict"}
 NEGATE = {
@@ -67,14 +67,7 @@ class ToolWriter:
     # -- parameters --------------------------------------------------------------------------
 
     def _desc(self, type_name: str, explicit: str | None) -> str:
-        if explicit:
-            return explicit
-        kind, _semantic, local = self.spec.field_type(type_name)
-        if local is not None:
-            return local.description
-        if kind == "ref":
-            return f"Id of the {type_name[4:].replace('_', ' ')}."
-        return SHARED[type_name].description
+        return explicit or type_description(self.spec, type_name)
 
     def add_param(self, name: str, type_name: str, description: str, *, optional: bool, listed: bool = False,
                   default: Any = None) -> None:  # fmt: skip
@@ -484,7 +477,7 @@ class ToolWriter:
         current = f"(record.{tool.field} or 0)" if spec_field.optional else f"record.{tool.field}"
         total = f"{current} + {pname}" if python == "int" else f"round({current} + {pname}, 6)"
         self.body.add(f"new_value = {total}")
-        lo, hi = self._range(spec_field.type)
+        lo, hi = value_range(self.spec, spec_field.type)
         checks = ([f"new_value < {lo!r}"] if lo is not None else []) + (
             [f"new_value > {hi!r}"] if hi is not None else []
         )
@@ -504,15 +497,6 @@ class ToolWriter:
         self.body.add("record.updated_at = now")
         self.body.add("return record")
         return self.cls
-
-    def _range(self, type_name: str) -> tuple[float | None, float | None]:
-        _, _, local = self.spec.field_type(type_name)
-        if local is not None:
-            return local.minimum, local.maximum
-        shared = SHARED.get(type_name)
-        if shared is None:
-            return None, None
-        return shared.constraints.get("ge"), shared.constraints.get("le")
 
     def op_member(self, adding: bool) -> str:
         tool = self.tool

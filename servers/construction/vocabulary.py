@@ -68,3 +68,23 @@ def python_type(spec: ServiceSpec, type_name: str) -> str:
         return {"string": "str", "integer": "int", "number": "float", "boolean": "bool"}[local.type]
     shared = SHARED.get(type_name)
     return shared.python if shared else "str"
+
+
+def value_range(spec: ServiceSpec, type_name: str) -> tuple[float | None, float | None]:
+    """``(minimum, maximum)`` a value of the type may take (None: unbounded on that side)."""
+    _, _, local = spec.field_type(type_name)
+    if local is not None:
+        return local.minimum, local.maximum
+    shared = SHARED.get(type_name)
+    return (shared.constraints.get("ge"), shared.constraints.get("le")) if shared else (None, None)
+
+
+def type_description(spec: ServiceSpec, type_name: str, plural: bool = False) -> str:
+    """The description of a field type: a local or shared type's own, or the id(s) of an entity."""
+    kind, _, local = spec.field_type(type_name)
+    if local is not None:
+        return local.description
+    if kind == "ref":
+        noun = type_name[4:].replace("_", " ")
+        return f"Ids of {noun}s." if plural else f"Id of the {noun}."
+    return SHARED[type_name].description

@@ -11,8 +11,8 @@ serves stale schemas.
 
 from __future__ import annotations
 
+import functools
 import hashlib
-import random
 import threading
 from pathlib import Path
 from typing import Any
@@ -20,10 +20,9 @@ from typing import Any
 from servers.construction.spec import CATALOG_DIR, SYSTEM_FIELDS, ServiceSpec, load_spec
 from servers.engine.models import Models, build_models, seed_function
 from servers.engine.ops import operations
-from servers.framework import Service, ServiceState, make_tool
-from servers.population import Population
+from servers.framework import Service, make_tool
 
-_LOADED: dict[tuple[str, str], Service[Any]] = {}
+_LOADED: dict[tuple[str, int, int], Service[Any]] = {}
 _LOCK = threading.Lock()
 
 
@@ -36,44 +35,25 @@ def spec_names(directory: Path = CATALOG_DIR) -> list[str]:
     return sorted(p.stem for p in directory.glob("*.json"))
 
 
-def file_hash(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+def spec_digest(spec: ServiceSpec) -> str:
+    """A short hash of a spec's content: what its tools' cached schemas and provenance are keyed by."""
+    return hashlib.sha256(spec.model_dump_json(by_alias=True).encode()).hexdigest()[:16]
 
 
 class SpecService(Service[Any]):
-    """A service run from its spec; its pydantic models are built on its first seed, restore or call.
-
-    ``state_type`` is read from the spec's lazily built models, so listing, describing and
-    mounting the service (its tools, their schemas from the disk cache) build no model class.
-    """
+    """A service run from its spec: its spec and its models (built on first seed, restore or call)."""
 
     def __init__(self, spec: ServiceSpec, models: Models) -> None:
-        self.models = models
-        self.spec = spec
-        self._seed: Any = None
-        # The placeholder state class is replaced by the property below; system fields are the
-        # engine's stamps, on every record of every spec (nothing to check against the models).
+        self.spec, self.models = spec, models
+        seed = functools.cache(lambda: seed_function(models))
         super().__init__(spec.name, version=spec.version, category=spec.category, description=spec.description,
-                         state=ServiceState, seed=self._run_seed, source="spec")  # fmt: skip
-        self.system_fields = self.system_fields | frozenset(SYSTEM_FIELDS)
-
-    @property
-    def state_type(self) -> type[ServiceState]:
-        return self.models.state
-
-    @state_type.setter
-    def state_type(self, _value: type[ServiceState]) -> None:
-        pass  # Service.__init__ assigns the placeholder
-
-    def _run_seed(self, rng: random.Random, world: Population) -> ServiceState:
-        if self._seed is None:
-            self._seed = seed_function(self.models)
-        return self._seed(rng, world)
+                         state=lambda: models.state, seed=lambda rng, world: seed()(rng, world), source="spec",
+                         system_fields=SYSTEM_FIELDS)  # fmt: skip
 
 
 def build_service(spec: ServiceSpec, spec_hash: str | None = None) -> SpecService:
     """The service a spec describes (a new one on every call)."""
-    digest = spec_hash or hashlib.sha256(spec.model_dump_json().encode()).hexdigest()[:16]
+    digest = spec_hash or spec_digest(spec)
     service = SpecService(spec, build_models(spec))
     for op in operations(service.models):
         tool = op.tool
@@ -94,14 +74,15 @@ def build_service(spec: ServiceSpec, spec_hash: str | None = None) -> SpecServic
 
 
 def load(name: str, directory: Path = CATALOG_DIR) -> Service[Any]:
-    """The service of ``<directory>/<name>.json``, built once per process and spec content."""
+    """The service of ``<directory>/<name>.json``, built once per process and version of the file
+    (a lookup costs one ``stat``; an edited file is read and built again)."""
     path = spec_path(name, directory)
-    digest = file_hash(path)
-    key = (str(path), digest)
+    info = path.stat()
+    key = (str(path), info.st_mtime_ns, info.st_size)
     found = _LOADED.get(key)
     if found is None:
         with _LOCK:
             found = _LOADED.get(key)
             if found is None:
-                found = _LOADED[key] = build_service(load_spec(path), digest)
+                found = _LOADED[key] = build_service(load_spec(path))
     return found

@@ -31,7 +31,7 @@ from servers.construction.seeding import (
     Slots,
     company_attr,
     days_from,
-    default_seed,
+    field_seed,
     number,
     pattern,
     person_attr,
@@ -40,7 +40,7 @@ from servers.construction.seeding import (
     text,
 )
 from servers.construction.spec import AUTO_FIELDS, SYSTEM_FIELDS, FieldSpec, ServiceSpec
-from servers.construction.vocabulary import SHARED, python_type
+from servers.construction.vocabulary import SHARED, python_type, type_description
 from servers.framework import Record, ServiceState
 from servers.population import Population
 from servers.types import Count, DateTime, Total, ident, sem
@@ -125,15 +125,6 @@ def type_annotations(spec: ServiceSpec) -> dict[str, Any]:
     return out
 
 
-def type_description(spec: ServiceSpec, type_name: str) -> str:
-    kind, _, local = spec.field_type(type_name)
-    if local is not None:
-        return local.description
-    if kind == "ref":
-        return f"Ids of {type_name[4:].replace('_', ' ')}s."
-    return SHARED[type_name].description
-
-
 def _field(models_: dict[str, Any], spec: ServiceSpec, field: FieldSpec) -> tuple[Any, Any]:
     base = models_[field.type]
     annotation: Any = list[base] if field.list else (base | None if field.optional else base)  # type: ignore[valid-type]
@@ -144,7 +135,7 @@ def _field(models_: dict[str, Any], spec: ServiceSpec, field: FieldSpec) -> tupl
         options["default"] = None
     elif field.default is not None:
         options["default"] = field.default
-    description = field.description or (type_description(spec, field.type) if field.list else None)
+    description = field.description or (type_description(spec, field.type, plural=True) if field.list else None)
     if description:
         options["description"] = description
     return annotation, Field(**options) if options else ...
@@ -196,18 +187,6 @@ def _build(models: Models) -> tuple[dict[str, Any], dict[str, Any], type[Service
 # Seeding
 
 
-def _bounds(spec: ServiceSpec, type_name: str) -> tuple[float, float] | None:
-    _kind, _, local = spec.field_type(type_name)
-    if local is not None and (local.minimum is not None or local.maximum is not None):
-        lo = local.minimum if local.minimum is not None else 0
-        return lo, local.maximum if local.maximum is not None else lo + 1000
-    shared = SHARED.get(type_name)
-    if shared and ("ge" in shared.constraints or "le" in shared.constraints):
-        lo = shared.constraints.get("ge", 0)
-        return lo, shared.constraints.get("le", lo + 1000)
-    return None
-
-
 Draw = Callable[[random.Random, Population, Slots, dict[str, Any], ServiceState], Any]
 
 
@@ -219,12 +198,7 @@ def _short(value: float) -> float:
 def seed_draw(spec: ServiceSpec, field: FieldSpec) -> Draw:
     """The function drawing one seeded value of ``field`` (``values``: the record's earlier fields)."""
     python = python_type(spec, field.type)
-    _, semantic, _ = spec.field_type(field.type)
-    if field.seed is None and field.type.startswith("ref:"):
-        seed = "ref"
-    else:
-        seed = field.seed or default_seed(semantic, python, spec.enum_of(field.type), _bounds(spec, field.type))
-    kind, _, arg = seed.partition(":")
+    kind, _, arg = field_seed(spec, field).partition(":")
     draw: Draw
     if kind in ("person", "employee", "contact"):
         slot, attr = arg.split(".")

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from servers.construction.spec import ToolSpec
-from servers.construction.vocabulary import SHARED, python_type
+from servers.construction.vocabulary import python_type, type_description, value_range
 from servers.engine.conditions import MISSING, Scope, broken, heads
 from servers.engine.models import Models
 from servers.framework import (
@@ -84,14 +84,7 @@ class Operation:
     # -- parameters --------------------------------------------------------------------------
 
     def _describe(self, type_name: str, explicit: str | None) -> str:
-        if explicit:
-            return explicit
-        kind, _semantic, local = self.spec.field_type(type_name)
-        if local is not None:
-            return local.description
-        if kind == "ref":
-            return f"Id of the {type_name[4:].replace('_', ' ')}."
-        return SHARED[type_name].description
+        return explicit or type_description(self.spec, type_name)
 
     def add(self, name: str, type_name: str, description: str, *, optional: bool, listed: bool = False,
             default: Any = None) -> None:  # fmt: skip
@@ -218,7 +211,7 @@ class Operation:
                 current = getattr(other, field_name) or 0
                 integer = python_type(self.spec, field.type) == "int"
                 new_value = current + amount if integer else round(current + amount, 6)
-                lo, hi = self._range(field.type)
+                lo, hi = value_range(self.spec, field.type)
                 if (lo is not None and new_value < lo) or (hi is not None and new_value > hi):
                     label = target_entity.replace("_", " ")
                     raise Conflict(
@@ -461,15 +454,6 @@ class Operation:
 
         return run
 
-    def _range(self, type_name: str) -> tuple[float | None, float | None]:
-        _, _, local = self.spec.field_type(type_name)
-        if local is not None:
-            return local.minimum, local.maximum
-        shared = SHARED.get(type_name)
-        if shared is None:
-            return None, None
-        return shared.constraints.get("ge"), shared.constraints.get("le")
-
     def _declare_adjust(self) -> Callable[[ServiceState, dict[str, Any]], Any]:
         tool = self.tool
         assert tool.field is not None
@@ -479,7 +463,7 @@ class Operation:
         self.add_id()
         self.add_extra()
         integer = python_type(self.spec, field.type) == "int"
-        lo, hi = self._range(field.type)
+        lo, hi = value_range(self.spec, field.type)
         bounds = f"outside [{'-inf' if lo is None else f'{lo:g}'}, {'inf' if hi is None else f'{hi:g}'}]"
 
         def run(state: ServiceState, values: dict[str, Any]) -> Any:

@@ -557,23 +557,14 @@ def list_conversations(
     return paginate(sorted(rows, key=lambda c: (c.last_message_at, c.phone), reverse=True), offset, limit)
 
 
-@service.write(
-    op="send",
-    entity="message",
-    collection="messages",
-    sets=(
-        "number_id",
-        "direction",
-        "from_number",
-        "to_number",
-        "body",
-        "status",
-        "segments",
-        "price",
-        "currency",
-        "error_code",
-    ),
-)
+#: What sending a message sets on the message it stores (a send and a resend alike).
+SENT_MESSAGE_FIELDS = (
+    "number_id", "direction", "from_number", "to_number", "body", "status", "segments", "price", "currency",
+    "error_code",
+)  # fmt: skip
+
+
+@service.write(op="send", entity="message", collection="messages", sets=SENT_MESSAGE_FIELDS)
 def send_message(state: SmsState, from_number_id: NumberId, to: PhoneNumber, body: MessageText) -> SmsMessage:
     """Send an SMS now from one of the organisation's numbers.
 
@@ -640,23 +631,7 @@ def cancel_scheduled_message(state: SmsState, message_id: MessageId) -> SmsMessa
     return message
 
 
-@service.write(
-    op="send",
-    entity="message",
-    collection="messages",
-    sets=(
-        "number_id",
-        "direction",
-        "from_number",
-        "to_number",
-        "body",
-        "status",
-        "segments",
-        "price",
-        "currency",
-        "error_code",
-    ),
-)
+@service.write(op="send", entity="message", collection="messages", sets=SENT_MESSAGE_FIELDS)
 def resend_message(state: SmsState, message_id: MessageId) -> SmsMessage:
     """Send a failed or undelivered outbound message again, as a new message.
 
