@@ -36,6 +36,7 @@ from hypothesis import strategies as st
 from hypothesis_jsonschema import from_schema
 
 from servers.framework import Service, Tool
+from servers.roles import ROLE_KEY, role_problem
 from servers.state import snapshot, stable_hash
 from servers.types import resolve_ref, semantic_of
 from servers.values import state_values
@@ -206,6 +207,21 @@ def _checked(text: str) -> str | None:
     except jsonschema.SchemaError as exc:
         return exc.message
     return None
+
+
+def missing_roles(service: Service[Any]) -> list[Problem]:
+    """Record fields of a type that needs a business role (:mod:`servers.roles`) declaring none or
+    an unknown one; fields the service declares as ``system_fields`` are system stamps."""
+    schema = service.state_type.model_json_schema()
+    problems = []
+    for model_name, model in sorted(schema.get("$defs", {}).items()):
+        for name, prop in model.get("properties", {}).items():
+            if name in service.system_fields:
+                continue
+            bad = role_problem(semantic_of(prop), prop.get(ROLE_KEY))
+            if bad:
+                problems.append(Problem("role", None, f"{model_name}.{name}: {bad}"))
+    return problems
 
 
 def check_service(service: Service[Any], *, seed: int = 0, examples: int = 12) -> Report:

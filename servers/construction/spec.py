@@ -84,6 +84,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from servers.construction.vocabulary import SHARED, python_type
+from servers.roles import role_problem
 
 CATALOG_DIR = Path(__file__).resolve().parents[1] / "catalog"
 
@@ -135,6 +136,7 @@ class FieldSpec(Strict):
     default: Any = None
     unique: bool = False
     create: bool = True
+    role: str | None = Field(default=None, description="Business role (servers.roles) where the type needs one.")
     seed: str | None = None
     seed_null: float = Field(
         default=0.2, ge=0, le=1, description="Share of seeded records where an optional field is null."
@@ -402,6 +404,8 @@ def _entity_problems(spec: ServiceSpec, name: str, entity: EntitySpec) -> list[s
             problems.append(f"{where}: invalid or reserved field name (reserved: {', '.join(sorted(RESERVED))})")
         problems.extend(_type_problems(spec, field.type, where))
         problems.extend(_seed_problems(spec, name, field_name, field))
+        if field.role is not None and (wrong := role_problem(spec.field_type(field.type)[1], field.role)):
+            problems.append(f"{where}: {wrong}")
         if field.type.startswith("ref:"):
             order = list(spec.entities)
             target = field.type[4:]
@@ -538,26 +542,6 @@ def _effect_problems(spec: ServiceSpec, tool: ToolSpec, effect: Effect) -> list[
                     problems.append(f"{where}: operand {operand!r}: {tool.entity!r} has no such field")
             elif operand not in _tool_params(spec, tool):
                 problems.append(f"{where}: operand {operand!r} is not a parameter of the tool")
-    return problems
-
-
-def rule_problems(spec: ServiceSpec) -> list[str]:
-    """Rules not backed by what implements them (spec lint; the seeds are checked by the engine)."""
-    ids = {g.id for t in spec.tools for g in t.guards if g.id} | {e.id for t in spec.tools for e in t.effects}
-    ids |= {f"lifecycle:{n}" for n, e in spec.entities.items() if e.lifecycle}
-    ids |= {f"unique:{n}.{f}" for n, e in spec.entities.items() for f, fs in e.fields.items() if fs.unique}
-    ids |= {f"tool:{t.name}" for t in spec.tools}
-    problems = []
-    for i, rule in enumerate(spec.rules):
-        if isinstance(rule, str):
-            problems.append(f"rule {i} ({rule[:60]!r}) is not backed: write it as {{'text': ..., 'by': [guard or "
-                            "effect ids, lifecycle:<entity>, unique:<entity>.<field>, tool:<name>]}")  # fmt: skip
-            continue
-        unknown = [b for b in rule.by if b not in ids]
-        if unknown:
-            problems.append(f"rule {i} ({rule.text[:60]!r}) cites {unknown}, which name nothing in the spec")
-        if rule.holds is not None and rule.holds.entity not in spec.entities:
-            problems.append(f"rule {i}: invariant on unknown entity {rule.holds.entity!r}")
     return problems
 
 

@@ -33,6 +33,7 @@ from servers.construction.spec import (
 )
 from servers.construction.tools import tool_code
 from servers.construction.vocabulary import python_type, type_description
+from servers.roles import ROLE_KEY, SYSTEM
 
 HEADER = "# Ejected by `compoworld services eject` from servers/catalog/{name}.json; edit freely.\n"
 
@@ -101,6 +102,8 @@ def _field_line(spec: ServiceSpec, names: Names, name: str, field: FieldSpec) ->
     description = field.description or (type_description(spec, field.type, plural=True) if field.list else None)
     if description:
         options.append(f"description={lit(description)}")
+    if field.role:
+        options.append(f"json_schema_extra={{{ROLE_KEY!r}: {field.role!r}}}")
     if not options:
         return f"    {name}: {annotation}"
     if options == [f"default={field.default!r}"]:
@@ -113,7 +116,7 @@ def _record(spec: ServiceSpec, names: Names, entity_name: str, entity: EntitySpe
     lines = [f"class {names.cls[entity_name]}(Record):", f'    """{doc}"""', ""]
     lines.append(f"    id: {names.id_alias[entity_name]}")
     lines += [_field_line(spec, names, n, f) for n, f in entity.fields.items()]
-    lines += [f"    {name}: DateTime" for name in SYSTEM_FIELDS]
+    lines += [f"    {name}: Annotated[DateTime, role({SYSTEM!r})]" for name in SYSTEM_FIELDS]
     return "\n".join(lines)
 
 
@@ -252,6 +255,7 @@ def _models(spec: ServiceSpec, names: Names, source: str) -> str:
         ")",
         "from servers.framework import Record, Service, ServiceState",
         "from servers.population import Population",
+        "from servers.roles import role",
         f"from servers.types import {', '.join(sorted(names.shared_used | {'DateTime', 'Total', 'ident', 'sem'}))}",
     ]
     rows = [_row_model(spec, names, t.name) for t in spec.tools if t.op == "aggregate"]

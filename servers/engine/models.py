@@ -43,6 +43,7 @@ from servers.construction.spec import AUTO_FIELDS, SYSTEM_FIELDS, FieldSpec, Ser
 from servers.construction.vocabulary import SHARED, python_type, type_description
 from servers.framework import Record, ServiceState
 from servers.population import Population
+from servers.roles import ROLE_KEY, SYSTEM, role
 from servers.types import Count, DateTime, Total, ident, sem
 
 #: The module spec-run models claim: no file, so no disk cache keyed by the package's code serves
@@ -138,6 +139,8 @@ def _field(models_: dict[str, Any], spec: ServiceSpec, field: FieldSpec) -> tupl
     description = field.description or (type_description(spec, field.type, plural=True) if field.list else None)
     if description:
         options["description"] = description
+    if field.role:
+        options["json_schema_extra"] = {ROLE_KEY: field.role}
     return annotation, Field(**options) if options else ...
 
 
@@ -157,7 +160,7 @@ def _build(models: Models) -> tuple[dict[str, Any], dict[str, Any], type[Service
     for entity_name, entity in spec.entities.items():
         fields: dict[str, Any] = {"id": (annotations[f"ref:{entity_name}"], ...)}
         fields |= {n: _field(annotations, spec, f) for n, f in entity.fields.items()}
-        fields |= {n: (DateTime, ...) for n in SYSTEM_FIELDS}
+        fields |= {n: (Annotated[DateTime, role(SYSTEM)], ...) for n in SYSTEM_FIELDS}
         records[entity_name] = _model(names.cls[entity_name], entity.description, Record, fields)
     rows: dict[str, Any] = {}
     for tool in spec.tools:

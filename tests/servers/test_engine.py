@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
+from servers.construction.lint import rule_problems
 from servers.construction.loader import load_service
-from servers.construction.spec import CATALOG_DIR, ServiceSpec, load_spec, rule_problems
+from servers.construction.spec import CATALOG_DIR, ServiceSpec, load_spec
 from servers.construction.template import compile_spec
 from servers.engine import build_service, load
 from servers.framework import Service
