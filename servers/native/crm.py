@@ -39,6 +39,7 @@ from servers.framework import (
     require,
 )
 from servers.population import Company, Population
+from servers.roles import ROLE_KEY, role
 from servers.types import (
     City,
     CompanyName,
@@ -88,16 +89,20 @@ PROBABILITY = {"prospecting": 10, "qualification": 25, "proposal": 50, "negotiat
 
 class Account(Record):
     id: AccountId
-    name: CompanyName
+    name: Annotated[CompanyName, role("customer")]
     domain: Domain
     industry: Industry
     type: AccountType
     status: AccountStatus
     city: City | None = Field(default=None, description="City of the head office.")
     country: CountryCode
-    phone: PhoneNumber | None = Field(default=None, description="Main switchboard number.")
+    phone: PhoneNumber | None = Field(
+        default=None, description="Main switchboard number.", json_schema_extra={ROLE_KEY: "customer"}
+    )
     currency: Currency = Field(description="Currency the account is billed in.")
-    owner: EmailAddress = Field(description="Email of the employee who owns the account.")
+    owner: EmailAddress = Field(
+        description="Email of the employee who owns the account.", json_schema_extra={ROLE_KEY: "owner"}
+    )
     created_at: DateTime
     updated_at: DateTime
 
@@ -105,10 +110,14 @@ class Account(Record):
 class Contact(Record):
     id: ContactId
     account_id: AccountId
-    company: CompanyName = Field(description="Name of the contact's account.")
-    name: PersonName
-    email: EmailAddress = Field(description="Work email of the contact (unique in the CRM).")
-    phone: PhoneNumber | None = Field(default=None, description="Direct phone number.")
+    company: CompanyName = Field(description="Name of the contact's account.", json_schema_extra={ROLE_KEY: "customer"})
+    name: Annotated[PersonName, role("contact")]
+    email: EmailAddress = Field(
+        description="Work email of the contact (unique in the CRM).", json_schema_extra={ROLE_KEY: "contact"}
+    )
+    phone: PhoneNumber | None = Field(
+        default=None, description="Direct phone number.", json_schema_extra={ROLE_KEY: "contact"}
+    )
     title: JobTitle
     do_not_contact: Flag = Field(description="The contact opted out of calls and emails.")
     created_at: DateTime
@@ -119,20 +128,28 @@ class Deal(Record):
     id: DealId
     title: Title
     account_id: AccountId
-    company: CompanyName = Field(description="Name of the deal's account.")
+    company: CompanyName = Field(description="Name of the deal's account.", json_schema_extra={ROLE_KEY: "customer"})
     contact_id: ContactId | None = Field(default=None, description="Main contact of the deal.")
-    contact_email: EmailAddress | None = Field(default=None, description="Email of the main contact.")
-    owner: EmailAddress = Field(description="Email of the employee who owns the deal.")
+    contact_email: EmailAddress | None = Field(
+        default=None, description="Email of the main contact.", json_schema_extra={ROLE_KEY: "contact"}
+    )
+    owner: EmailAddress = Field(
+        description="Email of the employee who owns the deal.", json_schema_extra={ROLE_KEY: "owner"}
+    )
     stage: DealStage
-    amount: MoneyAmount = Field(description="Expected (or booked) value of the deal.")
+    amount: MoneyAmount = Field(
+        description="Expected (or booked) value of the deal.", json_schema_extra={ROLE_KEY: "value"}
+    )
     currency: Currency
     probability: Percentage = Field(description="Chance of winning the deal.")
-    close_date: Date = Field(description="Expected or actual close date.")
+    close_date: Date = Field(description="Expected or actual close date.", json_schema_extra={ROLE_KEY: "event"})
     reference: ReferenceCode | None = Field(default=None, description="Quote or purchase-order number.")
     lost_reason: Note | None = Field(default=None, description="Why the deal was lost.")
     created_at: DateTime
     updated_at: DateTime
-    closed_at: DateTime | None = Field(default=None, description="When the deal was won or lost.")
+    closed_at: DateTime | None = Field(
+        default=None, description="When the deal was won or lost.", json_schema_extra={ROLE_KEY: "event"}
+    )
 
 
 class Activity(Record):
@@ -143,8 +160,10 @@ class Activity(Record):
     account_id: AccountId
     deal_id: DealId | None = Field(default=None, description="Deal the activity belongs to.")
     contact_id: ContactId | None = Field(default=None, description="Contact the activity was with.")
-    author: EmailAddress = Field(description="Employee who logged the activity.")
-    occurred_at: DateTime
+    author: EmailAddress = Field(
+        description="Employee who logged the activity.", json_schema_extra={ROLE_KEY: "author"}
+    )
+    occurred_at: Annotated[DateTime, role("event")]
 
 
 class CrmState(ServiceState):

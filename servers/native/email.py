@@ -33,6 +33,7 @@ from servers.framework import (
     require,
 )
 from servers.population import Population
+from servers.roles import ROLE_KEY, role
 from servers.types import (
     Count,
     DateTime,
@@ -60,13 +61,15 @@ class Message(Record):
     id: MessageId
     thread_id: ThreadId
     folder: Folder
-    from_address: EmailAddress = Field(description="Sender address.")
-    from_name: PersonName = Field(description="Sender display name.")
-    to: list[EmailAddress] = Field(description="Recipient addresses.")
-    cc: list[EmailAddress] = Field(default_factory=list, description="Carbon-copy addresses.")
+    from_address: EmailAddress = Field(description="Sender address.", json_schema_extra={ROLE_KEY: "sender"})
+    from_name: PersonName = Field(description="Sender display name.", json_schema_extra={ROLE_KEY: "sender"})
+    to: list[EmailAddress] = Field(description="Recipient addresses.", json_schema_extra={ROLE_KEY: "recipient"})
+    cc: list[EmailAddress] = Field(
+        default_factory=list, description="Carbon-copy addresses.", json_schema_extra={ROLE_KEY: "recipient"}
+    )
     subject: Title
     body: DocumentText
-    sent_at: DateTime
+    sent_at: Annotated[DateTime, role("event")]
     read: Flag = Field(description="Whether the user has read the message.")
     labels: list[Tag] = Field(default_factory=list, description="Labels on the message.")
     attachments: list[FileName] = Field(default_factory=list, description="Names of attached files.")
@@ -74,8 +77,10 @@ class Message(Record):
 
 class Draft(Record):
     id: DraftId
-    to: list[EmailAddress] = Field(description="Recipient addresses.")
-    cc: list[EmailAddress] = Field(default_factory=list, description="Carbon-copy addresses.")
+    to: list[EmailAddress] = Field(description="Recipient addresses.", json_schema_extra={ROLE_KEY: "recipient"})
+    cc: list[EmailAddress] = Field(
+        default_factory=list, description="Carbon-copy addresses.", json_schema_extra={ROLE_KEY: "recipient"}
+    )
     subject: Title
     body: DocumentText
     reply_to: MessageId | None = Field(default=None, description="Message this draft answers, if any.")

@@ -41,6 +41,7 @@ from servers.framework import (
     require,
 )
 from servers.population import Population
+from servers.roles import ROLE_KEY
 from servers.types import (
     DateTime,
     DocumentText,
@@ -78,7 +79,9 @@ ROLES = ("viewer", "editor")
 
 
 class Share(Record):
-    email: EmailAddress = Field(description="Address of the person the file is shared with.")
+    email: EmailAddress = Field(
+        description="Address of the person the file is shared with.", json_schema_extra={ROLE_KEY: "member"}
+    )
     role: Role
 
 
@@ -86,7 +89,7 @@ class Folder(Record):
     id: FolderId
     name: FolderName
     parent_id: FolderId | None = Field(description="Id of the parent folder, or null at the drive root.")
-    owner: EmailAddress = Field(description="Address of the folder's owner.")
+    owner: EmailAddress = Field(description="Address of the folder's owner.", json_schema_extra={ROLE_KEY: "owner"})
     created_at: DateTime
 
 
@@ -95,7 +98,7 @@ class FileSummary(Record):
     name: FileName
     mime_type: MimeType
     folder_id: FolderId | None = Field(description="Id of the containing folder, or null at the drive root.")
-    owner: EmailAddress = Field(description="Address of the file's owner.")
+    owner: EmailAddress = Field(description="Address of the file's owner.", json_schema_extra={ROLE_KEY: "owner"})
     shared_with: list[Share] = Field(default_factory=list, description="People the file is shared with.")
     classification: Classification = "internal"
     size_bytes: SizeBytes = 0

@@ -40,6 +40,7 @@ from servers.framework import (
     require,
 )
 from servers.population import Population
+from servers.roles import ROLE_KEY, role
 from servers.types import (
     CompanyName,
     Count,
@@ -84,10 +85,16 @@ class Ticket(Record):
     id: TicketId
     subject: Title
     description: DocumentText
-    requester: EmailAddress = Field(description="Email of the person who asked for help.")
-    requester_name: PersonName = Field(description="Name of the requester.")
-    company: CompanyName | None = Field(default=None, description="Requester's company, if any.")
-    assignee: EmailAddress | None = Field(default=None, description="Email of the Support agent working on it.")
+    requester: EmailAddress = Field(
+        description="Email of the person who asked for help.", json_schema_extra={ROLE_KEY: "requester"}
+    )
+    requester_name: PersonName = Field(description="Name of the requester.", json_schema_extra={ROLE_KEY: "requester"})
+    company: CompanyName | None = Field(
+        default=None, description="Requester's company, if any.", json_schema_extra={ROLE_KEY: "customer"}
+    )
+    assignee: EmailAddress | None = Field(
+        default=None, description="Email of the Support agent working on it.", json_schema_extra={ROLE_KEY: "assignee"}
+    )
     status: TicketStatus
     priority: Priority
     channel: Channel
@@ -104,23 +111,25 @@ class Ticket(Record):
 class Comment(Record):
     id: CommentId
     ticket_id: TicketId
-    author: EmailAddress = Field(description="Email of the comment's author.")
+    author: EmailAddress = Field(description="Email of the comment's author.", json_schema_extra={ROLE_KEY: "author"})
     body: DocumentText
     public: Flag = Field(description="True when the requester can see it; false for an internal note.")
     created_at: DateTime
 
 
 class User(Record):
-    email: EmailAddress
-    name: PersonName
-    company: CompanyName | None = Field(default=None, description="Company of the user.")
+    email: Annotated[EmailAddress, role("requester")]
+    name: Annotated[PersonName, role("requester")]
+    company: CompanyName | None = Field(
+        default=None, description="Company of the user.", json_schema_extra={ROLE_KEY: "customer"}
+    )
     title: JobTitle
     role: UserRole
 
 
 class AgentLoad(Record):
-    email: EmailAddress = Field(description="Email of the agent.")
-    name: PersonName
+    email: EmailAddress = Field(description="Email of the agent.", json_schema_extra={ROLE_KEY: "assignee"})
+    name: Annotated[PersonName, role("assignee")]
     role: UserRole
     open_tickets: Count = Field(description="Open or pending tickets assigned to the agent.")
     breached: Count = Field(description="Of those, tickets past their SLA.")

@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from servers.framework import BadRequest, Conflict, NotFound, Record, ServiceState
+from servers.roles import ROLE_KEY, role
 from servers.types import (
     Count,
     DateTime,
@@ -85,7 +86,7 @@ class Webhook(Record):
     target_url: Url = Field(description="Endpoint the events are POSTed to.")
     events: list[EventName] = Field(description="Events the webhook is subscribed to.")
     status: WebhookStatus
-    created_by: EmailAddress = Field(description="Who created the webhook.")
+    created_by: EmailAddress = Field(description="Who created the webhook.", json_schema_extra={ROLE_KEY: "author"})
     created_at: DateTime
     last_delivery_at: DateTime | None = Field(default=None, description="Time of the latest delivery attempt.")
     consecutive_failures: Count = Field(default=0, description="Failed deliveries in a row since the last success.")
@@ -116,7 +117,7 @@ class Rule(Record):
     action_tool: ToolName
     action_details: Note = Field(description="What the action does with the event's data.")
     status: RuleStatus
-    owner: EmailAddress = Field(description="Member responsible for the rule.")
+    owner: EmailAddress = Field(description="Member responsible for the rule.", json_schema_extra={ROLE_KEY: "owner"})
     created_at: DateTime
     last_run_at: DateTime | None = Field(default=None, description="Time of the latest run.")
     run_count: Count = Field(default=0, description="Runs so far.")
@@ -127,7 +128,7 @@ class Run(Record):
     rule_id: RuleId
     event: EventName
     status: RunStatus
-    started_at: DateTime
+    started_at: Annotated[DateTime, role("start")]
     payload: PayloadText
     detail: Note = Field(description="What the run did, or why it was skipped or failed.")
     manual: Flag = Field(default=False, description="Whether the run was started by hand.")
@@ -136,14 +137,20 @@ class Run(Record):
 class ApiKey(Record):
     id: ApiKeyId
     name: Title
-    owner: EmailAddress = Field(description="Member the key belongs to.")
+    owner: EmailAddress = Field(description="Member the key belongs to.", json_schema_extra={ROLE_KEY: "owner"})
     prefix: KeyPrefix
     scopes: list[Scope] = Field(description="Permissions of the key.")
     status: KeyStatus
     created_at: DateTime
-    last_used_at: DateTime | None = Field(default=None, description="Last time the key authenticated a call.")
-    revoked_at: DateTime | None = Field(default=None, description="When the key was revoked.")
-    revoked_by: EmailAddress | None = Field(default=None, description="Who revoked the key.")
+    last_used_at: DateTime | None = Field(
+        default=None, description="Last time the key authenticated a call.", json_schema_extra={ROLE_KEY: "event"}
+    )
+    revoked_at: DateTime | None = Field(
+        default=None, description="When the key was revoked.", json_schema_extra={ROLE_KEY: "event"}
+    )
+    revoked_by: EmailAddress | None = Field(
+        default=None, description="Who revoked the key.", json_schema_extra={ROLE_KEY: "party"}
+    )
 
 
 class NewApiKey(ApiKey):

@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from servers.framework import Record, ServiceState
+from servers.roles import ROLE_KEY
 from servers.types import DateTime, DocumentText, EmailAddress, Flag, Location, Title, ident, sem
 
 EventId = Annotated[str, ident("calendar", "event")]
@@ -39,7 +40,7 @@ MAX_EVENT = dt.timedelta(hours=24)
 
 
 class Attendee(Record):
-    email: EmailAddress = Field(description="Address of the invited person.")
+    email: EmailAddress = Field(description="Address of the invited person.", json_schema_extra={ROLE_KEY: "guest"})
     response: Response
     optional: Flag = Field(default=False, description="Whether attendance is optional.")
 
@@ -48,9 +49,11 @@ class Event(Record):
     id: EventId
     title: Title
     description: DocumentText = Field(default="", description="Agenda or notes of the event.")
-    start: DateTime = Field(description="When the event starts.")
-    end: DateTime = Field(description="When the event ends.")
-    organizer: EmailAddress = Field(description="Address of the person who organises the event.")
+    start: DateTime = Field(description="When the event starts.", json_schema_extra={ROLE_KEY: "start"})
+    end: DateTime = Field(description="When the event ends.", json_schema_extra={ROLE_KEY: "end"})
+    organizer: EmailAddress = Field(
+        description="Address of the person who organises the event.", json_schema_extra={ROLE_KEY: "owner"}
+    )
     attendees: list[Attendee] = Field(description="Invited people (the organizer excluded) and their answers.")
     room_id: RoomId | None = Field(default=None, description="Booked meeting room, if any.")
     location: Location | None = Field(default=None, description="Room name, address or video link.")
@@ -70,14 +73,14 @@ class Room(Record):
 
 
 class BusyBlock(Record):
-    email: EmailAddress = Field(description="Person who is busy.")
-    start: DateTime = Field(description="Start of the busy period.")
-    end: DateTime = Field(description="End of the busy period.")
+    email: EmailAddress = Field(description="Person who is busy.", json_schema_extra={ROLE_KEY: "party"})
+    start: DateTime = Field(description="Start of the busy period.", json_schema_extra={ROLE_KEY: "start"})
+    end: DateTime = Field(description="End of the busy period.", json_schema_extra={ROLE_KEY: "end"})
 
 
 class TimeSlot(Record):
-    start: DateTime = Field(description="Start of a slot when everyone is free.")
-    end: DateTime = Field(description="End of the slot.")
+    start: DateTime = Field(description="Start of a slot when everyone is free.", json_schema_extra={ROLE_KEY: "start"})
+    end: DateTime = Field(description="End of the slot.", json_schema_extra={ROLE_KEY: "end"})
 
 
 class CalendarState(ServiceState):

@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from servers.framework import Record, ServiceState
+from servers.roles import ROLE_KEY, role
 from servers.types import (
     ChannelName,
     CompanyName,
@@ -44,11 +45,13 @@ GENERAL = "general"
 
 class ChatUser(Record):
     username: Username
-    name: PersonName
-    email: EmailAddress
+    name: Annotated[PersonName, role("member")]
+    email: Annotated[EmailAddress, role("member")]
     title: JobTitle
     department: Department
-    company: CompanyName = Field(description="Company the user works for (guests are external).")
+    company: CompanyName = Field(
+        description="Company the user works for (guests are external).", json_schema_extra={ROLE_KEY: "employer"}
+    )
     account_type: AccountType
 
 
@@ -73,7 +76,7 @@ class Message(Record):
     channel_id: ChannelId
     author: Username = Field(description="Username of the author.")
     text: MessageText
-    posted_at: DateTime
+    posted_at: Annotated[DateTime, role("event")]
     thread_id: MessageId | None = Field(default=None, description="Parent message when this is a thread reply.")
     reply_count: Count = Field(default=0, description="Number of thread replies.")
     reactions: list[Reaction] = Field(default_factory=list, description="Emoji reactions.")

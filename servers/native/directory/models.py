@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from servers.framework import Record, ServiceState
+from servers.roles import ROLE_KEY, role
 from servers.types import (
     City,
     CompanyName,
@@ -50,13 +51,19 @@ SIMILAR = 0.8  # name similarity (0-1) above which two entries at the same compa
 class Person(Record):
     id: PersonId
     kind: Kind
-    name: PersonName
-    email: EmailAddress | None = Field(default=None, description="Work email address.")
-    phone: PhoneNumber | None = Field(default=None, description="Phone number.")
+    name: Annotated[PersonName, role("employee")]
+    email: EmailAddress | None = Field(
+        default=None, description="Work email address.", json_schema_extra={ROLE_KEY: "employee"}
+    )
+    phone: PhoneNumber | None = Field(
+        default=None, description="Phone number.", json_schema_extra={ROLE_KEY: "employee"}
+    )
     title: JobTitle | None = Field(default=None, description="Job title.")
     department: Department | None = Field(default=None, description="Department (employees).")
-    company: CompanyName = Field(description="Company the person works for.")
-    manager_email: EmailAddress | None = Field(default=None, description="Email address of the manager.")
+    company: CompanyName = Field(description="Company the person works for.", json_schema_extra={ROLE_KEY: "employer"})
+    manager_email: EmailAddress | None = Field(
+        default=None, description="Email address of the manager.", json_schema_extra={ROLE_KEY: "manager"}
+    )
     city: City | None = Field(default=None, description="City where the person works.")
     notes: Note = Field(default="", description="Free-form notes.")
     starred: Flag = Field(default=False, description="Whether the user marked the entry as a favourite.")
@@ -68,11 +75,13 @@ class Person(Record):
 class Group(Record):
     id: GroupId
     name: Title = Field(description="Display name of the group.")
-    email: EmailAddress = Field(description="Address of the group (unique).")
+    email: EmailAddress = Field(description="Address of the group (unique).", json_schema_extra={ROLE_KEY: "recipient"})
     kind: GroupKind
     description: Note = Field(default="", description="What the group is for.")
-    owners: list[EmailAddress] = Field(description="Addresses of the people who manage the group.")
-    members: list[EmailAddress] = Field(description="Addresses of the members.")
+    owners: list[EmailAddress] = Field(
+        description="Addresses of the people who manage the group.", json_schema_extra={ROLE_KEY: "owner"}
+    )
+    members: list[EmailAddress] = Field(description="Addresses of the members.", json_schema_extra={ROLE_KEY: "member"})
 
 
 class DuplicatePair(Record):

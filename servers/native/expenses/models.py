@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from servers.framework import Record, ServiceState
+from servers.roles import ROLE_KEY, role
 from servers.types import (
     Currency,
     Date,
@@ -59,12 +60,14 @@ EDITABLE = ("draft", "rejected")
 class Expense(Record):
     id: ExpenseId
     report_id: ReportId
-    owner: EmailAddress = Field(description="Email of the employee who spent the money.")
+    owner: EmailAddress = Field(
+        description="Email of the employee who spent the money.", json_schema_extra={ROLE_KEY: "employee"}
+    )
     merchant: Merchant
-    amount: MoneyAmount = Field(description="Amount spent.")
+    amount: MoneyAmount = Field(description="Amount spent.", json_schema_extra={ROLE_KEY: "cost"})
     currency: Currency
     category: Category
-    date: Date = Field(description="Date of the purchase.")
+    date: Date = Field(description="Date of the purchase.", json_schema_extra={ROLE_KEY: "event"})
     receipt: Flag = Field(description="Whether a receipt is attached.")
     receipt_file: FileName | None = Field(default=None, description="File name of the attached receipt.")
     description: Note = Field(default="", description="What the expense was for.")
@@ -74,38 +77,60 @@ class Report(Record):
     id: ReportId
     title: Title
     purpose: Note = Field(default="", description="Business purpose of the report.")
-    owner: EmailAddress = Field(description="Email of the employee who owns the report.")
-    owner_name: PersonName = Field(description="Name of the owner.")
+    owner: EmailAddress = Field(
+        description="Email of the employee who owns the report.", json_schema_extra={ROLE_KEY: "employee"}
+    )
+    owner_name: PersonName = Field(description="Name of the owner.", json_schema_extra={ROLE_KEY: "employee"})
     department: Department = Field(description="Owner's department.")
-    approver: EmailAddress = Field(description="Email of the manager who must approve the report.")
+    approver: EmailAddress = Field(
+        description="Email of the manager who must approve the report.", json_schema_extra={ROLE_KEY: "approver"}
+    )
     status: ReportStatus
     currency: Currency
     expenses: list[Expense] = Field(default_factory=list, description="Expense lines of the report.")
     total: MoneyAmount = Field(default=0.0, description="Sum of the expense amounts.")
     needs_finance_approval: Flag = Field(default=False, description="Whether the total is over the finance limit.")
     created_at: DateTime = Field(description="When the report was created.")
-    submitted_at: DateTime | None = Field(default=None, description="When it was last submitted.")
-    approved_by: EmailAddress | None = Field(default=None, description="Manager who approved it.")
-    finance_approved_by: EmailAddress | None = Field(default=None, description="Finance employee who approved it.")
-    approved_at: DateTime | None = Field(default=None, description="When it was fully approved.")
-    rejected_by: EmailAddress | None = Field(default=None, description="Who rejected it last.")
+    submitted_at: DateTime | None = Field(
+        default=None, description="When it was last submitted.", json_schema_extra={ROLE_KEY: "event"}
+    )
+    approved_by: EmailAddress | None = Field(
+        default=None, description="Manager who approved it.", json_schema_extra={ROLE_KEY: "approver"}
+    )
+    finance_approved_by: EmailAddress | None = Field(
+        default=None, description="Finance employee who approved it.", json_schema_extra={ROLE_KEY: "approver"}
+    )
+    approved_at: DateTime | None = Field(
+        default=None, description="When it was fully approved.", json_schema_extra={ROLE_KEY: "event"}
+    )
+    rejected_by: EmailAddress | None = Field(
+        default=None, description="Who rejected it last.", json_schema_extra={ROLE_KEY: "approver"}
+    )
     rejection_reason: Note | None = Field(default=None, description="Why it was rejected.")
-    reimbursed_at: DateTime | None = Field(default=None, description="When the money was paid out.")
+    reimbursed_at: DateTime | None = Field(
+        default=None, description="When the money was paid out.", json_schema_extra={ROLE_KEY: "event"}
+    )
     reimbursement_reference: ReferenceCode | None = Field(default=None, description="Payout reference, e.g. RMB-20017.")
 
 
 class Policy(Record):
-    receipt_required_over: MoneyAmount = Field(description="Lines above this amount need a receipt.")
-    finance_approval_over: MoneyAmount = Field(description="Reports above this total also need finance approval.")
+    receipt_required_over: MoneyAmount = Field(
+        description="Lines above this amount need a receipt.", json_schema_extra={ROLE_KEY: "limit"}
+    )
+    finance_approval_over: MoneyAmount = Field(
+        description="Reports above this total also need finance approval.", json_schema_extra={ROLE_KEY: "limit"}
+    )
     max_expense_age_days: Days = Field(description="Oldest allowed expense date, in days before today.")
     categories: list[Category] = Field(description="Allowed expense categories.")
 
 
 class Employee(Record):
-    email: EmailAddress
-    name: PersonName
+    email: Annotated[EmailAddress, role("employee")]
+    name: Annotated[PersonName, role("employee")]
     department: Department
-    approver: EmailAddress = Field(description="Who approves the employee's reports (their manager).")
+    approver: EmailAddress = Field(
+        description="Who approves the employee's reports (their manager).", json_schema_extra={ROLE_KEY: "approver"}
+    )
 
 
 class ExpensesState(ServiceState):

@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from servers.framework import BadRequest, Conflict, Forbidden, NotFound, Record, ServiceState
+from servers.roles import ROLE_KEY, role
 from servers.types import (
     City,
     Currency,
@@ -56,39 +57,53 @@ CHECKLIST = (  # (title, owner role, days from the start date)
 
 class Employee(Record):
     id: EmployeeId
-    email: EmailAddress = Field(description="Work email; identifies the employee in every service.")
-    name: PersonName
+    email: EmailAddress = Field(
+        description="Work email; identifies the employee in every service.", json_schema_extra={ROLE_KEY: "employee"}
+    )
+    name: Annotated[PersonName, role("employee")]
     title: JobTitle
     department: Department
-    manager_email: EmailAddress | None = Field(description="Work email of the manager; null for department heads.")
+    manager_email: EmailAddress | None = Field(
+        description="Work email of the manager; null for department heads.", json_schema_extra={ROLE_KEY: "manager"}
+    )
     location: City = Field(description="City the employee works from.")
     employment_type: EmploymentType
-    start_date: Date = Field(description="First working day.")
-    salary: MoneyAmount = Field(description="Annual base salary.")
+    start_date: Date = Field(description="First working day.", json_schema_extra={ROLE_KEY: "start"})
+    salary: MoneyAmount = Field(description="Annual base salary.", json_schema_extra={ROLE_KEY: "salary"})
     currency: Currency = Field(description="Currency of the salary.")
     status: EmploymentStatus
-    termination_date: Date | None = Field(default=None, description="Last working day, once terminated.")
+    termination_date: Date | None = Field(
+        default=None, description="Last working day, once terminated.", json_schema_extra={ROLE_KEY: "end"}
+    )
     termination_reason: Note = Field(default="", description="Why the employment ended.")
 
 
 class LeaveRequest(Record):
     id: LeaveRequestId
-    employee_email: EmailAddress = Field(description="Employee taking the leave.")
+    employee_email: EmailAddress = Field(
+        description="Employee taking the leave.", json_schema_extra={ROLE_KEY: "employee"}
+    )
     leave_type: LeaveType
-    start_date: Date = Field(description="First day of leave.")
-    end_date: Date = Field(description="Last day of leave (inclusive).")
+    start_date: Date = Field(description="First day of leave.", json_schema_extra={ROLE_KEY: "start"})
+    end_date: Date = Field(description="Last day of leave (inclusive).", json_schema_extra={ROLE_KEY: "end"})
     days: Days = Field(description="Working days (Monday to Friday) the leave takes.")
     status: LeaveStatus
     note: Note = Field(default="", description="Reason given by the employee.")
-    requested_at: DateTime
-    decided_by: EmailAddress | None = Field(default=None, description="Who approved or rejected the request.")
-    decided_at: DateTime | None = Field(default=None, description="When the request was decided.")
+    requested_at: Annotated[DateTime, role("event")]
+    decided_by: EmailAddress | None = Field(
+        default=None, description="Who approved or rejected the request.", json_schema_extra={ROLE_KEY: "approver"}
+    )
+    decided_at: DateTime | None = Field(
+        default=None, description="When the request was decided.", json_schema_extra={ROLE_KEY: "event"}
+    )
     decision_note: Note = Field(default="", description="Comment of the approver.")
 
 
 class LeaveBalance(Record):
     id: LeaveBalanceId
-    employee_email: EmailAddress = Field(description="Employee the balance belongs to.")
+    employee_email: EmailAddress = Field(
+        description="Employee the balance belongs to.", json_schema_extra={ROLE_KEY: "employee"}
+    )
     leave_type: BalanceType
     year: Year
     entitled: Days = Field(description="Days granted this year, carry-over included.")
@@ -99,13 +114,21 @@ class LeaveBalance(Record):
 
 class OnboardingTask(Record):
     id: OnboardingTaskId
-    employee_email: EmailAddress = Field(description="New hire the item is for.")
+    employee_email: EmailAddress = Field(
+        description="New hire the item is for.", json_schema_extra={ROLE_KEY: "employee"}
+    )
     title: Title
-    owner_email: EmailAddress = Field(description="Person responsible for the item.")
-    due_date: Date = Field(description="Day the item should be done by.")
+    owner_email: EmailAddress = Field(
+        description="Person responsible for the item.", json_schema_extra={ROLE_KEY: "assignee"}
+    )
+    due_date: Date = Field(description="Day the item should be done by.", json_schema_extra={ROLE_KEY: "due"})
     status: TaskStatus
-    completed_by: EmailAddress | None = Field(default=None, description="Who completed the item.")
-    completed_at: DateTime | None = Field(default=None, description="When the item was completed.")
+    completed_by: EmailAddress | None = Field(
+        default=None, description="Who completed the item.", json_schema_extra={ROLE_KEY: "assignee"}
+    )
+    completed_at: DateTime | None = Field(
+        default=None, description="When the item was completed.", json_schema_extra={ROLE_KEY: "event"}
+    )
 
 
 class HrState(ServiceState):

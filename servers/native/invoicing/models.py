@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from servers.framework import BadRequest, Record, ServiceState
+from servers.roles import ROLE_KEY
 from servers.types import (
     CompanyName,
     Count,
@@ -50,9 +51,13 @@ TAX_BY_COUNTRY = {"US": 0.0, "GB": 20.0, "DE": 19.0, "FR": 20.0}
 
 class Customer(Record):
     id: CustomerId
-    company: CompanyName = Field(description="Company that is billed.")
-    billing_email: EmailAddress = Field(description="Address invoices are sent to (the billing contact).")
-    contact_name: PersonName = Field(description="Name of the billing contact.")
+    company: CompanyName = Field(description="Company that is billed.", json_schema_extra={ROLE_KEY: "customer"})
+    billing_email: EmailAddress = Field(
+        description="Address invoices are sent to (the billing contact).", json_schema_extra={ROLE_KEY: "contact"}
+    )
+    contact_name: PersonName = Field(
+        description="Name of the billing contact.", json_schema_extra={ROLE_KEY: "contact"}
+    )
     currency: Currency = Field(description="Currency the customer is invoiced in.")
     country: CountryCode = Field(description="Country of the billing address.")
     address: StreetAddress | None = Field(default=None, description="Billing address, if known.")
@@ -65,16 +70,22 @@ class LineItem(Record):
     sku: Sku
     description: ProductName = Field(description="Product name printed on the line.")
     quantity: Quantity
-    unit_price: MoneyAmount = Field(description="Price of one unit in the invoice currency.")
-    amount: MoneyAmount = Field(description="Line total: quantity × unit price.")
+    unit_price: MoneyAmount = Field(
+        description="Price of one unit in the invoice currency.", json_schema_extra={ROLE_KEY: "price"}
+    )
+    amount: MoneyAmount = Field(
+        description="Line total: quantity × unit price.", json_schema_extra={ROLE_KEY: "amount_due"}
+    )
 
 
 class Invoice(Record):
     id: InvoiceId
     number: ReferenceCode = Field(description="Invoice number, e.g. INV-1042.")
     customer_id: CustomerId
-    company: CompanyName = Field(description="Company billed.")
-    billing_email: EmailAddress = Field(description="Billing address of the customer when invoiced.")
+    company: CompanyName = Field(description="Company billed.", json_schema_extra={ROLE_KEY: "customer"})
+    billing_email: EmailAddress = Field(
+        description="Billing address of the customer when invoiced.", json_schema_extra={ROLE_KEY: "contact"}
+    )
     status: InvoiceStatus
     currency: Currency
     lines: list[LineItem] = Field(default_factory=list, description="Line items, one per SKU.")
@@ -89,11 +100,21 @@ class Invoice(Record):
     po_number: ReferenceCode | None = Field(default=None, description="Customer's purchase order number.")
     memo: Note = Field(default="", description="Memo printed on the invoice.")
     created_at: DateTime = Field(description="When the invoice was created.")
-    issued_at: DateTime | None = Field(default=None, description="When it was finalised, if it was.")
-    due_date: Date | None = Field(default=None, description="Date payment is due (set when finalised).")
-    paid_at: DateTime | None = Field(default=None, description="When it was paid in full.")
-    voided_at: DateTime | None = Field(default=None, description="When it was voided.")
-    last_sent_to: EmailAddress | None = Field(default=None, description="Address it was last sent to.")
+    issued_at: DateTime | None = Field(
+        default=None, description="When it was finalised, if it was.", json_schema_extra={ROLE_KEY: "event"}
+    )
+    due_date: Date | None = Field(
+        default=None, description="Date payment is due (set when finalised).", json_schema_extra={ROLE_KEY: "due"}
+    )
+    paid_at: DateTime | None = Field(
+        default=None, description="When it was paid in full.", json_schema_extra={ROLE_KEY: "event"}
+    )
+    voided_at: DateTime | None = Field(
+        default=None, description="When it was voided.", json_schema_extra={ROLE_KEY: "event"}
+    )
+    last_sent_to: EmailAddress | None = Field(
+        default=None, description="Address it was last sent to.", json_schema_extra={ROLE_KEY: "recipient"}
+    )
     times_sent: Count = Field(default=0, description="How many times it has been sent.")
 
 
@@ -101,12 +122,12 @@ class Payment(Record):
     id: PaymentId
     invoice_id: InvoiceId
     invoice_number: ReferenceCode = Field(description="Number of the invoice paid.")
-    company: CompanyName = Field(description="Company that paid.")
-    amount: MoneyAmount = Field(description="Amount received.")
+    company: CompanyName = Field(description="Company that paid.", json_schema_extra={ROLE_KEY: "customer"})
+    amount: MoneyAmount = Field(description="Amount received.", json_schema_extra={ROLE_KEY: "amount_paid"})
     currency: Currency
     method: PaymentMethod
     reference: ReferenceCode | None = Field(default=None, description="Bank or remittance reference.")
-    received_at: DateTime = Field(description="When the payment was received.")
+    received_at: DateTime = Field(description="When the payment was received.", json_schema_extra={ROLE_KEY: "event"})
     amount_refunded: MoneyAmount = Field(default=0.0, description="Amount refunded from this payment.")
 
 
@@ -114,7 +135,7 @@ class Refund(Record):
     id: RefundId
     payment_id: PaymentId
     invoice_id: InvoiceId
-    amount: MoneyAmount = Field(description="Amount refunded.")
+    amount: MoneyAmount = Field(description="Amount refunded.", json_schema_extra={ROLE_KEY: "amount_paid"})
     currency: Currency
     reason: Note = Field(description="Why the money was refunded.")
     created_at: DateTime = Field(description="When the refund was issued.")
@@ -125,7 +146,9 @@ class CreditNote(Record):
     number: ReferenceCode = Field(description="Credit note number, e.g. CN-0512.")
     invoice_id: InvoiceId
     invoice_number: ReferenceCode = Field(description="Number of the invoice credited.")
-    amount: MoneyAmount = Field(description="Amount credited against the invoice.")
+    amount: MoneyAmount = Field(
+        description="Amount credited against the invoice.", json_schema_extra={ROLE_KEY: "amount_paid"}
+    )
     currency: Currency
     reason: Note = Field(description="Why the credit was issued.")
     created_at: DateTime = Field(description="When the credit note was issued.")
@@ -134,7 +157,7 @@ class CreditNote(Record):
 class PriceListItem(Record):
     sku: Sku
     name: ProductName
-    unit_price: MoneyAmount = Field(description="List price of one unit.")
+    unit_price: MoneyAmount = Field(description="List price of one unit.", json_schema_extra={ROLE_KEY: "price"})
 
 
 class InvoicingState(ServiceState):
