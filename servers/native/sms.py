@@ -41,6 +41,7 @@ from servers.framework import (
     require,
 )
 from servers.population import Population
+from servers.roles import ROLE_KEY, role
 from servers.types import (
     CompanyName,
     Count,
@@ -88,48 +89,62 @@ LANDLINE_ERROR, UNREACHABLE_ERROR = 30006, 30003
 
 class OwnedNumber(Record):
     id: NumberId
-    number: PhoneNumber = Field(description="The owned phone number.")
+    number: PhoneNumber = Field(description="The owned phone number.", json_schema_extra={ROLE_KEY: "sender"})
     label: Title = Field(description="What the number is used for.")
-    owner: EmailAddress = Field(description="Employee responsible for the number.")
+    owner: EmailAddress = Field(
+        description="Employee responsible for the number.", json_schema_extra={ROLE_KEY: "owner"}
+    )
     status: NumberStatus
     sms_enabled: Flag = Field(description="False for voice-only lines.")
 
 
 class Contact(Record):
     id: ContactId
-    phone: PhoneNumber = Field(description="Phone number of the contact (unique).")
-    name: PersonName
-    email: EmailAddress | None = Field(default=None, description="Email address of the contact.")
-    company: CompanyName | None = Field(default=None, description="Company of the contact.")
+    phone: PhoneNumber = Field(
+        description="Phone number of the contact (unique).", json_schema_extra={ROLE_KEY: "contact"}
+    )
+    name: Annotated[PersonName, role("contact")]
+    email: EmailAddress | None = Field(
+        default=None, description="Email address of the contact.", json_schema_extra={ROLE_KEY: "contact"}
+    )
+    company: CompanyName | None = Field(
+        default=None, description="Company of the contact.", json_schema_extra={ROLE_KEY: "party"}
+    )
     line_type: LineType
     tags: list[Tag] = Field(default_factory=list, description="Labels such as customer or vip.")
     opted_out: Flag = Field(default=False, description="Whether the contact replied STOP.")
-    opted_out_at: DateTime | None = Field(default=None, description="When the contact opted out.")
+    opted_out_at: DateTime | None = Field(
+        default=None, description="When the contact opted out.", json_schema_extra={ROLE_KEY: "event"}
+    )
 
 
 class SmsMessage(Record):
     id: MessageId
     number_id: NumberId = Field(description="Owned number the message went through.")
     direction: Direction
-    from_number: PhoneNumber = Field(description="Sender number.")
-    to_number: PhoneNumber = Field(description="Recipient number.")
+    from_number: PhoneNumber = Field(description="Sender number.", json_schema_extra={ROLE_KEY: "sender"})
+    to_number: PhoneNumber = Field(description="Recipient number.", json_schema_extra={ROLE_KEY: "recipient"})
     body: MessageText
     status: Status
     segments: Count = Field(description="Billed SMS segments.")
-    price: MoneyAmount = Field(description="Price charged for the message.")
+    price: MoneyAmount = Field(description="Price charged for the message.", json_schema_extra={ROLE_KEY: "cost"})
     currency: Currency
     error_code: ErrorCode | None = Field(default=None, description="Carrier error code when delivery failed.")
     created_at: DateTime
-    scheduled_for: DateTime | None = Field(default=None, description="Send time of a scheduled message.")
+    scheduled_for: DateTime | None = Field(
+        default=None, description="Send time of a scheduled message.", json_schema_extra={ROLE_KEY: "event"}
+    )
 
 
 class Conversation(Record):
     number_id: NumberId = Field(description="Owned number of the conversation.")
-    phone: PhoneNumber = Field(description="Phone number of the other party.")
+    phone: PhoneNumber = Field(description="Phone number of the other party.", json_schema_extra={ROLE_KEY: "contact"})
     contact_id: ContactId | None = Field(description="Contact with that phone, if any.")
-    contact_name: PersonName | None = Field(description="Name of that contact, if any.")
+    contact_name: PersonName | None = Field(
+        description="Name of that contact, if any.", json_schema_extra={ROLE_KEY: "contact"}
+    )
     messages: Count = Field(description="Messages exchanged.")
-    last_message_at: DateTime = Field(description="Time of the latest message.")
+    last_message_at: DateTime = Field(description="Time of the latest message.", json_schema_extra={ROLE_KEY: "event"})
     last_message: MessageText = Field(description="Text of the latest message.")
     last_direction: Direction
 

@@ -38,6 +38,7 @@ from servers.framework import (
     require,
 )
 from servers.population import Population
+from servers.roles import ROLE_KEY, role
 from servers.types import (
     Count,
     Date,
@@ -80,9 +81,13 @@ class Project(Record):
     key: ProjectKey
     name: Title
     description: DocumentText
-    owner: EmailAddress = Field(description="Email of the employee who owns the project.")
+    owner: EmailAddress = Field(
+        description="Email of the employee who owns the project.", json_schema_extra={ROLE_KEY: "owner"}
+    )
     status: ProjectStatus
-    due_date: Date | None = Field(default=None, description="Target date of the project.")
+    due_date: Date | None = Field(
+        default=None, description="Target date of the project.", json_schema_extra={ROLE_KEY: "due"}
+    )
     created_at: DateTime
 
 
@@ -92,30 +97,38 @@ class Task(Record):
     project_id: ProjectId
     title: Title
     description: DocumentText
-    assignee: EmailAddress | None = Field(default=None, description="Email of the employee doing the task.")
-    reporter: EmailAddress = Field(description="Email of the employee who created the task.")
+    assignee: EmailAddress | None = Field(
+        default=None, description="Email of the employee doing the task.", json_schema_extra={ROLE_KEY: "assignee"}
+    )
+    reporter: EmailAddress = Field(
+        description="Email of the employee who created the task.", json_schema_extra={ROLE_KEY: "requester"}
+    )
     status: TaskStatus
     priority: Priority
     labels: list[Tag] = Field(default_factory=list, description="Labels on the task.")
-    due_date: Date | None = Field(default=None, description="Date the task is due.")
+    due_date: Date | None = Field(
+        default=None, description="Date the task is due.", json_schema_extra={ROLE_KEY: "due"}
+    )
     parent_id: TaskId | None = Field(default=None, description="Parent task, when this is a subtask.")
     blocked_by: list[TaskId] = Field(default_factory=list, description="Tasks that must finish before this one.")
     created_at: DateTime
     updated_at: DateTime
-    completed_at: DateTime | None = Field(default=None, description="When the task was done.")
+    completed_at: DateTime | None = Field(
+        default=None, description="When the task was done.", json_schema_extra={ROLE_KEY: "event"}
+    )
 
 
 class Comment(Record):
     id: CommentId
     task_id: TaskId
-    author: EmailAddress = Field(description="Email of the comment's author.")
+    author: EmailAddress = Field(description="Email of the comment's author.", json_schema_extra={ROLE_KEY: "author"})
     body: Note
     created_at: DateTime
 
 
 class Member(Record):
-    email: EmailAddress
-    name: PersonName
+    email: Annotated[EmailAddress, role("member")]
+    name: Annotated[PersonName, role("member")]
     title: JobTitle
     department: Department
     open_tasks: Count = Field(default=0, description="Unfinished tasks assigned to the member.")

@@ -41,6 +41,7 @@ from servers.framework import (
     require,
 )
 from servers.population import Population
+from servers.roles import ROLE_KEY
 from servers.types import (
     DateTime,
     DocumentText,
@@ -69,8 +70,12 @@ class Space(Record):
     name: Title
     description: Note
     restricted: Flag = Field(description="Whether only members can see the space's pages.")
-    members: list[EmailAddress] = Field(description="People who can see a restricted space (empty when open).")
-    admin: EmailAddress = Field(description="Address of the space administrator.")
+    members: list[EmailAddress] = Field(
+        description="People who can see a restricted space (empty when open).", json_schema_extra={ROLE_KEY: "member"}
+    )
+    admin: EmailAddress = Field(
+        description="Address of the space administrator.", json_schema_extra={ROLE_KEY: "owner"}
+    )
 
 
 class PageSummary(Record):
@@ -81,7 +86,7 @@ class PageSummary(Record):
     labels: list[Tag] = Field(default_factory=list, description="Labels on the page.")
     status: Status
     version: VersionNumber = Field(description="Current version number.")
-    author: EmailAddress = Field(description="Address of the page's creator.")
+    author: EmailAddress = Field(description="Address of the page's creator.", json_schema_extra={ROLE_KEY: "author"})
     last_editor: EmailAddress = Field(description="Address of the person who saved the current version.")
     created_at: DateTime
     updated_at: DateTime
@@ -105,7 +110,9 @@ class PageVersion(Record):
     version: VersionNumber
     title: Title
     body: DocumentText = Field(description="Page content at this version.")
-    author: EmailAddress = Field(description="Address of the person who saved this version.")
+    author: EmailAddress = Field(
+        description="Address of the person who saved this version.", json_schema_extra={ROLE_KEY: "author"}
+    )
     created_at: DateTime
     message: Note = Field(default="", description="Change message saved with the version.")
 
@@ -113,7 +120,7 @@ class PageVersion(Record):
 class Comment(Record):
     id: CommentId
     page_id: PageId
-    author: EmailAddress = Field(description="Address of the commenter.")
+    author: EmailAddress = Field(description="Address of the commenter.", json_schema_extra={ROLE_KEY: "author"})
     body: Note
     created_at: DateTime
     resolved: Flag = Field(description="Whether the comment thread is resolved.")

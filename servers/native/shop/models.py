@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from servers.framework import Record, ServiceState
+from servers.roles import ROLE_KEY, role
 from servers.types import (
     City,
     CompanyName,
@@ -59,7 +60,7 @@ class Product(Record):
     sku: Sku
     name: ProductName
     category: Category
-    price: MoneyAmount = Field(description="Selling price of one unit.")
+    price: MoneyAmount = Field(description="Selling price of one unit.", json_schema_extra={ROLE_KEY: "price"})
     currency: Currency
     stock: Quantity = Field(description="Units available to order (placed orders are already deducted).")
     status: ProductStatus
@@ -67,10 +68,16 @@ class Product(Record):
 
 
 class Customer(Record):
-    email: EmailAddress = Field(description="Customer's email address (their identity in the store).")
-    name: PersonName
-    phone: PhoneNumber | None = Field(default=None, description="Customer's phone number.")
-    company: CompanyName | None = Field(default=None, description="Company the customer buys for.")
+    email: EmailAddress = Field(
+        description="Customer's email address (their identity in the store).", json_schema_extra={ROLE_KEY: "customer"}
+    )
+    name: Annotated[PersonName, role("customer")]
+    phone: PhoneNumber | None = Field(
+        default=None, description="Customer's phone number.", json_schema_extra={ROLE_KEY: "customer"}
+    )
+    company: CompanyName | None = Field(
+        default=None, description="Company the customer buys for.", json_schema_extra={ROLE_KEY: "customer"}
+    )
     address: StreetAddress | None = Field(default=None, description="Default shipping address.")
     city: City | None = Field(default=None, description="City of the shipping address.")
     accepts_marketing: Flag = Field(default=False, description="Whether the customer accepts marketing email.")
@@ -81,14 +88,20 @@ class OrderLine(Record):
     sku: Sku
     name: ProductName = Field(description="Product name when ordered.")
     quantity: Quantity
-    unit_price: MoneyAmount = Field(description="Price of one unit when ordered.")
-    amount: MoneyAmount = Field(description="Line total: quantity × unit price.")
+    unit_price: MoneyAmount = Field(
+        description="Price of one unit when ordered.", json_schema_extra={ROLE_KEY: "price"}
+    )
+    amount: MoneyAmount = Field(
+        description="Line total: quantity × unit price.", json_schema_extra={ROLE_KEY: "amount_due"}
+    )
 
 
 class Order(Record):
     id: OrderId
     number: ReferenceCode = Field(description="Order number shown to the customer, e.g. ORD-1042.")
-    customer_email: EmailAddress = Field(description="Email of the customer who placed the order.")
+    customer_email: EmailAddress = Field(
+        description="Email of the customer who placed the order.", json_schema_extra={ROLE_KEY: "customer"}
+    )
     status: OrderStatus
     lines: list[OrderLine] = Field(description="Ordered products, one line per SKU.")
     currency: Currency
@@ -97,7 +110,9 @@ class Order(Record):
     discount_amount: MoneyAmount = Field(default=0.0, description="Amount taken off by the discount code.")
     shipping: MoneyAmount = Field(default=0.0, description="Shipping fee (free from 250).")
     total: MoneyAmount = Field(default=0.0, description="Subtotal − discount + shipping.")
-    refunded_amount: MoneyAmount = Field(default=0.0, description="Amount refunded so far.")
+    refunded_amount: MoneyAmount = Field(
+        default=0.0, description="Amount refunded so far.", json_schema_extra={ROLE_KEY: "amount_paid"}
+    )
     restocked: Flag = Field(default=False, description="Whether the ordered units went back into stock.")
     shipping_address: StreetAddress = Field(description="Where the order ships to.")
     payment_reference: ReferenceCode | None = Field(default=None, description="Payment reference, once paid.")
@@ -105,19 +120,31 @@ class Order(Record):
     tracking_number: TrackingNumber | None = Field(default=None, description="Tracking number, once fulfilled.")
     note: Note = Field(default="", description="Cancellation or refund notes.")
     created_at: DateTime = Field(description="When the order was placed.")
-    paid_at: DateTime | None = Field(default=None, description="When it was paid.")
-    fulfilled_at: DateTime | None = Field(default=None, description="When it was shipped.")
-    delivered_at: DateTime | None = Field(default=None, description="When it was delivered.")
-    cancelled_at: DateTime | None = Field(default=None, description="When it was cancelled.")
+    paid_at: DateTime | None = Field(
+        default=None, description="When it was paid.", json_schema_extra={ROLE_KEY: "event"}
+    )
+    fulfilled_at: DateTime | None = Field(
+        default=None, description="When it was shipped.", json_schema_extra={ROLE_KEY: "event"}
+    )
+    delivered_at: DateTime | None = Field(
+        default=None, description="When it was delivered.", json_schema_extra={ROLE_KEY: "event"}
+    )
+    cancelled_at: DateTime | None = Field(
+        default=None, description="When it was cancelled.", json_schema_extra={ROLE_KEY: "event"}
+    )
 
 
 class Discount(Record):
     code: DiscountCode
     percent_off: Percentage = Field(description="Percentage taken off the subtotal.")
-    minimum_subtotal: MoneyAmount = Field(default=0.0, description="Smallest subtotal the code applies to.")
+    minimum_subtotal: MoneyAmount = Field(
+        default=0.0, description="Smallest subtotal the code applies to.", json_schema_extra={ROLE_KEY: "limit"}
+    )
     usage_limit: Count | None = Field(default=None, description="How many orders may use it (null: no limit).")
     times_used: Count = Field(default=0, description="How many orders have used it.")
-    expires_at: DateTime | None = Field(default=None, description="When it stops working (null: never).")
+    expires_at: DateTime | None = Field(
+        default=None, description="When it stops working (null: never).", json_schema_extra={ROLE_KEY: "end"}
+    )
     active: Flag = Field(default=True, description="Whether the code is switched on.")
 
 

@@ -12,6 +12,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from servers.framework import BadRequest, Record, ServiceState
+from servers.roles import ROLE_KEY
 from servers.types import CellRef, CellValue, Count, DateTime, EmailAddress, Flag, Note, Title, ident, sem
 
 SpreadsheetId = Annotated[str, ident("spreadsheet", "spreadsheet")]
@@ -53,7 +54,9 @@ class ProtectedRange(Record):
     sheet: SheetName
     range: RangeRef
     description: Note = Field(description="Why the range is protected.")
-    editors: list[EmailAddress] = Field(description="People besides the owner who may edit the range.")
+    editors: list[EmailAddress] = Field(
+        description="People besides the owner who may edit the range.", json_schema_extra={ROLE_KEY: "member"}
+    )
 
 
 class Sheet(Record):
@@ -67,9 +70,15 @@ class Sheet(Record):
 class Spreadsheet(Record):
     id: SpreadsheetId
     title: Title
-    owner: EmailAddress = Field(description="Address of the spreadsheet's owner.")
-    editors: list[EmailAddress] = Field(default_factory=list, description="People who may edit.")
-    viewers: list[EmailAddress] = Field(default_factory=list, description="People who may only read.")
+    owner: EmailAddress = Field(
+        description="Address of the spreadsheet's owner.", json_schema_extra={ROLE_KEY: "owner"}
+    )
+    editors: list[EmailAddress] = Field(
+        default_factory=list, description="People who may edit.", json_schema_extra={ROLE_KEY: "member"}
+    )
+    viewers: list[EmailAddress] = Field(
+        default_factory=list, description="People who may only read.", json_schema_extra={ROLE_KEY: "member"}
+    )
     sheets: list[Sheet] = Field(description="Sheets (tabs) in display order.")
     protected_ranges: list[ProtectedRange] = Field(default_factory=list, description="Ranges locked against edits.")
     created_at: DateTime
