@@ -18,7 +18,7 @@ The sixth gate (:func:`taskgen.gates.check_gates`) runs them all and keeps a tas
 earns a net score of at most :data:`MAX_NET`, and the two that start from the oracle's run end at
 least :data:`MIN_DROP` below the oracle. Arguments come from a :class:`~taskgen.walk.Walker`'s
 caches (tool signatures, seeded values by type), so a panel costs a few dozen in-process calls.
-Tool roles (create, destroy) are read from tool names until tools declare their operation.
+Tool roles (create, destroy) are the operations tools declare (:class:`servers.tooling.ToolMeta`).
 """
 
 from __future__ import annotations
@@ -35,25 +35,18 @@ from hub.registry import ToolEntry
 from hub.rubric import CollateralCriterion, ScoreResult, normal_key
 from hub.world import World
 from taskgen.task import Task, leaves, resolve
-from taskgen.walk import FREE_TEXT, Walker
+from taskgen.walk import FREE_TEXT, Walker, collection_entities, op_of
 
 MAX_NET = 0.1
 """The most net score an adversary may earn on a kept task."""
 MIN_DROP = 0.5
 """How far below the oracle's net score the oracle-plus adversaries must end."""
 
-CREATE_VERBS = frozenset(
-    {
-        *("create", "add", "send", "book", "schedule", "log", "record", "issue", "post", "register", "open"),
-        *("submit", "new", "enroll", "invite", "upload", "make", "start", "request", "file", "import"),
-    }
-)
-DESTROY_VERBS = frozenset(
-    {
-        *("delete", "remove", "cancel", "archive", "close", "reject", "void", "deactivate", "revoke"),
-        *("terminate", "discard", "suspend", "decline", "withdraw", "retire", "disable", "expire"),
-    }
-)
+CREATE_OPS = frozenset({"create", "append", "send"})
+"""Declared ops that make something new: a record, an item of a record's list, a message."""
+DESTROY_OPS = frozenset({"delete", "remove", "transition"})
+"""Declared ops that take something away or move a record along its lifecycle (a cancellation,
+a closure, an archive, a rejection: the name says which, the op only that it is a move)."""
 PANEL = ("spam", "vandal", "shotgun", "create_everything", "destroyer", "report_guesser")
 FROM_ORACLE = frozenset({"spam", "vandal"})
 
@@ -77,10 +70,6 @@ class Attempt:
     @property
     def net_score(self) -> float:
         return self.result.net_score
-
-
-def verb(entry: ToolEntry) -> str:
-    return entry.name.split("_")[0]
 
 
 class Panel:
@@ -145,8 +134,10 @@ class Panel:
                 made += 1
         return succeeded
 
-    def _of(self, services: Iterable[str], verbs: frozenset[str] | None) -> list[ToolEntry]:
-        out = [e for name in services for e in self.tools.get(name, []) if verbs is None or verb(e) in verbs]
+    def _of(self, services: Iterable[str], ops: frozenset[str] | None) -> list[ToolEntry]:
+        """The write tools of ``services`` whose declared op is one of ``ops`` (all: None), shuffled;
+        a tool that declares no op (an external one) is only among all."""
+        out = [e for name in services for e in self.tools.get(name, []) if ops is None or op_of(e) in ops]
         self.rng.shuffle(out)
         return out
 
@@ -168,14 +159,14 @@ class Panel:
             except (KeyError, IndexError, TypeError, ValueError):
                 continue
             made += bool(world.call(step.tool, arguments).get("success"))
-        made += self._calls(world, self._of(self.written, CREATE_VERBS) * 2, enough=2)
+        made += self._calls(world, self._of(self.written, CREATE_OPS) * 2, enough=2)
         return made, dict(self.task.expected_report)
 
     def vandal(self, world: World, envelopes: list[dict[str, Any]]) -> tuple[int, dict[str, Any]]:
         """After the oracle: destroy other records of the services the task writes."""
         touched = {repr(v) for envelope in envelopes for v in leaves(envelope.get("data"))}
         avoid = frozenset(self.plan_values | touched)
-        made = self._calls(world, self._of(self.written, DESTROY_VERBS) * 3, avoid=avoid, enough=2)
+        made = self._calls(world, self._of(self.written, DESTROY_OPS) * 3, avoid=avoid, enough=2)
         if not made:  # nothing to delete or cancel there: change other records any way it can
             made = self._calls(world, self._of(self.written, None) * 2, avoid=avoid, enough=1)
         return made, dict(self.task.expected_report)
@@ -184,10 +175,10 @@ class Panel:
         return self._calls(world, self._of(self.task.services, None)), {}
 
     def create_everything(self, world: World) -> tuple[int, dict[str, Any]]:
-        return self._calls(world, self._of(self.task.services, CREATE_VERBS)), {}
+        return self._calls(world, self._of(self.task.services, CREATE_OPS)), {}
 
     def destroyer(self, world: World) -> tuple[int, dict[str, Any]]:
-        return self._calls(world, self._of(self.task.services, DESTROY_VERBS)), {}
+        return self._calls(world, self._of(self.task.services, DESTROY_OPS)), {}
 
     def report_guesser(self, world: World) -> tuple[int, dict[str, Any]]:
         """No call: under every key the instruction names, the value that best matches the
@@ -226,8 +217,10 @@ def _field_index(walker: Walker, service: str) -> dict[str, list[tuple[Any, tupl
         found = {}
         if service in walker.hub.registry.services and walker.hub.registry.services[service].native is not None:
             state = walker.hub.seeded_slot(service, walker.seed).snapshot()
+            entities = collection_entities(walker.hub, service)
             for collection, records in _collections(state):
-                entity = collection.rstrip("s")
+                # The entity the composer names report keys by (taskgen.compose._report_key).
+                entity = entities.get(collection, "")
                 for record in records:
                     strings = tuple(v.casefold() for v in record.values() if isinstance(v, str) and len(v) > 3)
                     for field, value in record.items():

@@ -15,6 +15,7 @@ and the report the user wants at the end.
 from __future__ import annotations
 
 import random
+import re
 from typing import Any
 
 from hub.collateral import allowances, units
@@ -22,7 +23,7 @@ from hub.rubric import RUBRIC_VERSION, Rubric, normal_key
 from servers.state import Change
 from taskgen.oracle import OracleRun
 from taskgen.task import PlanStep, Task, Transfer, leaves
-from taskgen.walk import Carried, StepInfo, Walk, humanize
+from taskgen.walk import Carried, StepInfo, Walk, collection_entities, humanize
 
 REPORTABLE = frozenset(
     {
@@ -52,6 +53,10 @@ READ = (
     "Next, in {service}, find the {entity} for {args}.",
     "Use {service} to get the {entity} for {args}.",
 )
+LOOKUP = (
+    "Then call {tool} in {service}, using {args}.",
+    "Next, use {service}'s {tool} with {args}.",
+)
 WRITE = (
     "Then {verb} in {service} with {args}.",
     "Next, {verb} in {service}: {args}.",
@@ -63,45 +68,42 @@ REPORT = (
     "Reply with `{key}`, the {field} of the {entity} once it is done in {service}.",
 )
 VERB = {
-    "create": "create a {obj}",
-    "add": "add a {obj}",
-    "send": "send a {obj}",
-    "update": "update the {obj}",
-    "set": "set the {obj}",
-    "book": "book a {obj}",
-    "record": "record a {obj}",
-    "issue": "issue a {obj}",
-    "log": "log a {obj}",
-    "post": "post a {obj}",
-    "schedule": "schedule a {obj}",
-    "assign": "assign the {obj}",
-    "move": "move the {obj}",
-    "reply": "reply to the {obj}",
-    "forward": "forward the {obj}",
-    "share": "share the {obj}",
-    "order": "order a {obj}",
-    "save": "save the {obj}",
-    "mark": "mark the {obj}",
-    "cancel": "cancel the {obj}",
-    "archive": "archive the {obj}",
-    "approve": "approve the {obj}",
-    "submit": "submit the {obj}",
-    "close": "close the {obj}",
-    "subscribe": "subscribe to {obj}",
+    "create": "create a {entity}",
+    "send": "send a {entity}",
+    "update": "update the {entity}",
+    "delete": "delete the {entity}",
+    "append": "add to the {field} of the {entity}",
+    "remove": "remove from the {field} of the {entity}",
+    "adjust": "adjust the {field} of the {entity}",
 }
+"""What a write step asks for, by the op its tool declares (transitions and other actions are
+phrased by what they change, see :func:`_verb_phrase`)."""
+
+
+def _article(phrase: str) -> str:
+    return re.sub(r"\ba (?=[aeiou])", "an ", phrase)
 
 
 def _verb_phrase(step: StepInfo) -> str:
-    words = step.entry.name.split("_")
-    obj = " ".join(words[1:]) or step.entry.service
-    phrase = VERB.get(words[0], f"{humanize(step.entry.name)} ({{obj}})").format(obj=obj)
-    return (
-        phrase.replace(" a a", " an a")
-        .replace(" a e", " an e")
-        .replace(" a i", " an i")
-        .replace(" a o", " an o")
-        .replace(" a u", " an u")
-    )
+    """What a write step does, from its tool's declared op and entity (not from its name)."""
+    entry = step.entry
+    if entry.meta is None:
+        # Fallback for a tool without metadata (external MCP): name the tool the step calls.
+        return f"call {entry.name}"
+    entity = step.entity or humanize(entry.meta.entity or "") or "record"
+    sets = [f for f in entry.meta.sets if not f.endswith("_at")] or list(entry.meta.sets)
+    field = humanize(sets[0]) if sets else "items"
+    template = VERB.get(entry.meta.op)
+    if template is not None:
+        return _article(template.format(entity=entity, field=field))
+    # A transition or another action: the op says only that the record moves; what it moves to is
+    # the value the step set (a booking's status to 'cancelled'), else the tool is named.
+    for change in step.changes or []:
+        name = change.path.rstrip("/").rsplit("/", 1)[-1]
+        if change.op == "change" and name in entry.meta.sets and isinstance(change.after, str | bool | int):
+            value = f"'{change.after}'" if isinstance(change.after, str) else repr(change.after)
+            return f"set the {humanize(name)} of the {entity} to {value}"
+    return f"call {entry.name} on the {entity}"
 
 
 def _describe_args(step: StepInfo, mentions: dict[tuple[int, str], Carried]) -> str:
@@ -408,7 +410,8 @@ def _policy(
         ]
         if named:
             rid, _, label = rng.choice(named)
-            entity = target["collection"].split("/")[-1].rstrip("s")
+            entities = collection_entities(walk.world.hub, target["service"])
+            entity = entities.get(target["collection"].split("/")[-1], "record")
             negative = {
                 "kind": "unchanged",
                 "service": target["service"],
@@ -453,10 +456,10 @@ def _instruction(
         sentences[0] = sentences[0][:-1] + " (" + _describe_args(first, mentions) + ")."
     for step in rest:
         args = _describe_args(step, mentions)
-        if step.entry.kind == "read":
-            sentences.append(
-                rng.choice(READ).format(entity=step.entity or step.entry.name, service=step.entry.service, args=args)
-            )
+        if step.entry.kind == "read" and step.entity:
+            sentences.append(rng.choice(READ).format(entity=step.entity, service=step.entry.service, args=args))
+        elif step.entry.kind == "read":  # a lookup about no entity (the weather, a rate): the tool is named
+            sentences.append(rng.choice(LOOKUP).format(tool=step.entry.name, service=step.entry.service, args=args))
         else:
             sentences.append(rng.choice(WRITE).format(verb=_verb_phrase(step), service=step.entry.service, args=args))
     sentences.extend(policies)

@@ -93,52 +93,6 @@ LITERAL_TYPES = frozenset(
     }
 )
 FREE_TEXT = frozenset({"title", "document_text", "note", "message_text", "search_query", "payload_text", "cell_value"})
-VERBS = (
-    "list",
-    "get",
-    "search",
-    "find",
-    "create",
-    "update",
-    "add",
-    "send",
-    "set",
-    "move",
-    "delete",
-    "remove",
-    "archive",
-    "cancel",
-    "book",
-    "track",
-    "record",
-    "issue",
-    "approve",
-    "reject",
-    "submit",
-    "log",
-    "assign",
-    "close",
-    "reply",
-    "forward",
-    "mark",
-    "share",
-    "post",
-    "schedule",
-    "order",
-    "save",
-    "subscribe",
-    "fetch",
-    "check",
-    "lookup",
-    "read",
-    "convert",
-    "translate",
-    "detect",
-    "verify",
-    "screen",
-    "geocode",
-    "summarize",
-)
 
 
 @dataclass
@@ -197,19 +151,6 @@ class WalkError(Exception):
         self.reason = reason
 
 
-def noun(tool: str) -> str:
-    """The entity a tool is about: ``list_deals`` → ``deal``, ``track_shipment`` → ``shipment``."""
-    words = tool.split("_")
-    while len(words) > 1 and words[0] in VERBS:
-        words = words[1:]
-    text = " ".join(words)
-    if text.endswith("ies"):
-        return text[:-3] + "y"
-    if text.endswith(("sses", "shes", "ches")):
-        return text[:-2]
-    return text[:-1] if text.endswith("s") and not text.endswith("ss") else text
-
-
 @functools.lru_cache(maxsize=65536)
 def humanize(name: str) -> str:
     return re.sub(r"_+", " ", name).strip()
@@ -225,14 +166,76 @@ def _resolve(schema: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
-def records_of(entry: ToolEntry, data: Any) -> list[tuple[str, dict[str, Any], dict[str, Any], str]]:
-    """(ref path, record, record schema, entity noun) of each record in a result."""
+LISTING_OPS = ("list", "search")
+"""Reads that list records of an entity: where a walk starts."""
+DELETE_OPS = ("delete", "remove")
+"""Writes that take a record or an item away: a walk never takes them."""
+
+
+def op_of(entry: ToolEntry) -> str | None:
+    """What ``entry`` declares it does (:attr:`servers.tooling.ToolMeta.op`), or None for a tool
+    that declares nothing (an external MCP tool), which is then only a read or a write."""
+    return entry.meta.op if entry.meta is not None else None
+
+
+def entity_of(entry: ToolEntry) -> str:
+    """The kind of record ``entry`` declares it is about, in words (``journal entry``); "" when it
+    declares none (a lookup of the outside world, an external MCP tool without metadata)."""
+    if entry.meta is None:
+        # Fallback for a tool without metadata (external MCP): its name is not read for meaning.
+        return ""
+    return humanize(entry.meta.entity or "")
+
+
+def is_listing(entry: ToolEntry) -> bool:
+    """Whether ``entry`` lists records (a walk's start): its declared op is a listing."""
+    if entry.meta is None:
+        # Fallback for a tool without metadata (external MCP): a read whose data is an array.
+        schema = dict(entry.output_schema or {})
+        data = _resolve(schema.get("properties", {}).get("data", {}), schema.get("$defs", {}))
+        return entry.kind == "read" and data.get("type") == "array"
+    return entry.meta.op in LISTING_OPS
+
+
+def collection_entities(hub: Hub, service: str) -> dict[str, str]:
+    """Per state collection of ``service`` (its last path segment: ``deals``), the entity its tools
+    declare over it, in words (built once per hub). Where several entities share a collection (the
+    items of a record), the one that record-level tools (list, get, create, delete) declare."""
+    found = hub.derived.get(("collection_entities", service))
+    if found is None:
+        votes: dict[str, Counter[str]] = {}
+        for entry in hub.registry.services[service].tools:
+            meta = entry.meta
+            if meta is not None and meta.collection and meta.entity:
+                weight = 10 if meta.op in ("list", "get", "create", "delete") else 1
+                votes.setdefault(meta.collection.rsplit("/", 1)[-1], Counter())[meta.entity] += weight
+        found = {key: humanize(counts.most_common(1)[0][0]) for key, counts in votes.items()}
+        hub.derived[("collection_entities", service)] = found
+    assert isinstance(found, dict)
+    return found
+
+
+def _titled(schema: dict[str, Any]) -> str:
+    """The name a record schema's model gives its records, in words (``LineItem`` → ``line item``)."""
+    title = schema.get("title")
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", title).lower() if isinstance(title, str) else ""
+
+
+def records_of(
+    entry: ToolEntry, data: Any, collections: dict[str, str] | None = None
+) -> list[tuple[str, dict[str, Any], dict[str, Any], str]]:
+    """(ref path, record, record schema, entity noun) of each record in a result.
+
+    The noun is the entity ``entry`` declares; records under another key of the result are named
+    by the entity of that collection (``collections``: :func:`collection_entities`), else by their
+    model's name (an invoice's ``lines``: ``line item``), else by the tool's entity."""
     out_schema = dict(entry.output_schema or {})
     defs = out_schema.get("$defs", {})
     schema = _resolve(out_schema.get("properties", {}).get("data", {}), defs)
+    entity = entity_of(entry)
     if isinstance(data, list):
         items = _resolve(schema.get("items", {}), defs)
-        return [(f"data.{i}", r, items, noun(entry.name)) for i, r in enumerate(data) if isinstance(r, dict)]
+        return [(f"data.{i}", r, items, entity) for i, r in enumerate(data) if isinstance(r, dict)]
     if not isinstance(data, dict):
         return []
     props = schema.get("properties", {})
@@ -240,9 +243,10 @@ def records_of(entry: ToolEntry, data: Any) -> list[tuple[str, dict[str, Any], d
     if arrays:
         key = "items" if "items" in arrays else arrays[0]
         items = _resolve(_resolve(props[key], defs).get("items", {}), defs)
-        entity = noun(entry.name) if key == "items" else noun(key)
+        if key != "items" and (entry.meta is None or key != entry.meta.collection):
+            entity = (collections or {}).get(key) or _titled(items) or entity
         return [(f"data.{key}.{i}", r, items, entity) for i, r in enumerate(data[key]) if isinstance(r, dict)]
-    return [("data", data, schema, noun(entry.name))]
+    return [("data", data, schema, entity)]
 
 
 _PROPERTY_TYPES: dict[int, tuple[dict[str, Any], dict[str, set[str]], list[str]]] = {}
@@ -297,16 +301,14 @@ class Walker:
                 for name, kind in self.params[e.qualified].items()
                 if name in required
             ]
-        self.deletes = frozenset(e.qualified for e in self.entries if e.name.split("_")[0] in ("delete", "remove"))
+        self.deletes = frozenset(e.qualified for e in self.entries if op_of(e) in DELETE_OPS)
         self._values: dict[str, dict[str, list[Any]]] = {}
         self._sets: dict[str, dict[str, frozenset[Any]]] = {}
         self.cache: dict[Any, Any] = {}  # other per-seed data derived from the seeded worlds
         population = _population(seed)
         self.synth = Synthesizer(population)
         self.clock = population.now.isoformat().replace("+00:00", "Z")  # the seeded worlds' "now"
-        self.listings = [
-            e for e in self.entries if e.kind == "read" and e.name.split("_")[0] in ("list", "search", "find")
-        ]
+        self.listings = [e for e in self.entries if is_listing(e)]
 
     @staticmethod
     def _param_schema(entry: ToolEntry, name: str) -> tuple[bool, dict[str, Any]]:
@@ -481,9 +483,8 @@ class Walker:
                 value, ref = value[0], f"{ref}.0"
             if isinstance(value, bool) or not isinstance(value, str | int | float) or value in ("", None):
                 continue
-            where = (
-                f"the {step.entity} '{step.anchor}'" if step.anchor else f"the {step.entity} from step {step.index + 1}"
-            )
+            entity = step.entity or "result"
+            where = f"the {entity} '{step.anchor}'" if step.anchor else f"the {entity} from step {step.index + 1}"
             out.append(
                 Carried(
                     kind,
@@ -527,7 +528,7 @@ class Walker:
                 world.rollback(entry.service, saved)
                 return None
             step.changes = diff(before, after)
-        records = records_of(entry, envelope.get("data"))
+        records = records_of(entry, envelope.get("data"), collection_entities(self.hub, entry.service))
         anchored = [r for r in records if self._names_one(entry, r[1], anchor_of(r[1], r[2]))]
         chosen = rng.choice(anchored) if anchored else (records[0] if len(records) == 1 else None)
         if chosen is not None:
