@@ -52,20 +52,6 @@ def _lookup(name: str) -> Service[Any]:
         raise typer.Exit(2) from None
 
 
-def service_summary(service: Service[Any]) -> dict[str, Any]:
-    """The row of one service in ``services list --json``."""
-    return {
-        "name": service.name,
-        "category": service.category,
-        "source": service.source,
-        "version": service.version,
-        "tools": len(service.tools),
-        "read": len(service.read_tools),
-        "write": len(service.write_tools),
-        "description": service.description,
-    }
-
-
 def signature(tool: Tool) -> str:
     """``name(arg: type, opt?: type = default)`` from the tool's input schema."""
     props: dict[str, Any] = tool.input_schema.get("properties", {})
@@ -94,9 +80,9 @@ def list_services(
     """List every service (hand-written, spec-run, contributed, simulated) with its source and tool counts."""
     from rich.table import Table
 
-    from servers.registry import all_services
+    from servers.registry import summaries
 
-    rows = [service_summary(s) for s in all_services().values()]
+    rows = summaries()
     known = {r["name"] for r in rows}
     rows += sorted(
         (r for provider in EXTRA_ROWS for r in provider() if r["name"] not in known), key=lambda r: r["name"]
@@ -151,7 +137,9 @@ def show(
             }
             for t in service.tools.values()
         ]
-        print(json.dumps({**service_summary(service), "tool_list": tools}, indent=2))
+        from servers.registry import summary
+
+        print(json.dumps({**summary(service), "tool_list": tools}, indent=2))
         return
     console().print(f"[bold]{service.name}[/bold] v{service.version} ({service.category}, {service.source})")
     console().print(service.description)

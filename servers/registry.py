@@ -22,7 +22,8 @@ from functools import lru_cache
 from importlib.metadata import entry_points
 from typing import Any
 
-from servers import engine
+from servers import engine, schema_cache
+from servers.construction.spec import load_spec
 from servers.framework import Service
 
 ENTRY_POINT_GROUP = "compoworld.services"
@@ -72,6 +73,57 @@ def all_services() -> dict[str, Service[Any]]:
     for entry in entry_points(group=ENTRY_POINT_GROUP):
         add(entry.load(), f"entry point {entry.name!r} ({entry.value})")
     return dict(sorted(found.items()))
+
+
+def summary(service: Service[Any]) -> dict[str, Any]:
+    """One service's row in ``compoworld services list``."""
+    return {
+        "name": service.name,
+        "category": service.category,
+        "source": service.source,
+        "version": service.version,
+        "tools": len(service.tools),
+        "read": len(service.read_tools),
+        "write": len(service.write_tools),
+        "description": service.description,
+    }
+
+
+def _spec_summary(name: str) -> dict[str, Any]:
+    """A catalog spec's row, read from the spec alone (no service is built), remembered on disk
+    per version of the file (a listing of hundreds of specs then reads one cache file)."""
+    path = engine.spec_path(name)
+    info = path.stat()
+
+    def make() -> tuple[dict[str, Any]]:
+        spec = load_spec(path)
+        kinds = [t.kind for t in spec.tools]
+        return ({"name": spec.name, "category": spec.category, "source": "spec", "version": spec.version,
+                 "tools": len(kinds), "read": kinds.count("read"), "write": kinds.count("write"),
+                 "description": spec.description},)  # fmt: skip
+
+    cache = schema_cache.shared()
+    key = f"spec-summary:{path}:{info.st_mtime_ns}:{info.st_size}"
+    return dict((cache.get_or_make(key, make) if cache is not None else make())[0])
+
+
+def names() -> list[str]:
+    """Every registered service name, building nothing (entry points by their entry name)."""
+    found = {*python_names(), *engine.spec_names(), *(e.name for e in entry_points(group=ENTRY_POINT_GROUP))}
+    return sorted(found)
+
+
+def summaries() -> list[dict[str, Any]]:
+    """``services list`` rows of every registered service, sorted by name; catalog specs are
+    summarised from their files without being built (the Python services are imported)."""
+    python = [n for n in python_names()]
+    rows = {n: summary(s) for n, s in load_services(python).items()}
+    rows |= {n: _spec_summary(n) for n in engine.spec_names() if n not in rows}
+    for entry in entry_points(group=ENTRY_POINT_GROUP):
+        if entry.name not in rows:
+            service = entry.load()
+            rows[service.name] = summary(service)
+    return [rows[n] for n in sorted(rows)]
 
 
 def _python_service(name: str) -> Service[Any] | None:

@@ -12,6 +12,7 @@ boundary.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import datetime as dt
 import functools
@@ -184,11 +185,23 @@ def validator(annotation: Any) -> TypeAdapter[Any]:
     return found
 
 
+_ISO: dict[Any, bool] = {}
+
+
 def _iso(annotation: Any) -> bool:
-    """Whether an annotation is (a list of / an optional / an annotated) date or date-time."""
+    """Whether an annotation is (a list of / an optional / an annotated) date or date-time; remembered
+    per annotation (a library of thousands of tools shares a few dozen)."""
+    try:
+        return _ISO[annotation]
+    except (KeyError, TypeError):
+        pass
     if isinstance(annotation, type):  # pydantic's AwareDatetime is a marker class, not a datetime subclass
-        return issubclass(annotation, dt.date) or annotation in (AwareDatetime, NaiveDatetime)
-    return any(_iso(arg) for arg in typing.get_args(annotation) if not isinstance(arg, FieldInfo))
+        found = issubclass(annotation, dt.date) or annotation in (AwareDatetime, NaiveDatetime)
+    else:
+        found = any(_iso(arg) for arg in typing.get_args(annotation) if not isinstance(arg, FieldInfo))
+    with contextlib.suppress(TypeError):  # an unhashable annotation is computed each time
+        _ISO[annotation] = found
+    return found
 
 
 _OUTPUT_SCHEMAS: dict[int, dict[str, Any]] = {}

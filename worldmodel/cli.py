@@ -43,12 +43,10 @@ class TransportOpt(StrEnum):
 
 def _simulated_rows() -> list[dict[str, Any]]:
     """``compoworld services list`` rows for the world model's services (its specs and routed ones)."""
-    from servers.construction.spec import load_catalog
-    from servers.registry import all_services
+    from worldmodel.fromspec import routed_specs
     from worldmodel.spec import load_specs
 
-    native = all_services()
-    specs: list[Any] = [*load_specs(SPECS_DIR), *(s for s in load_catalog() if s.name not in native)]
+    specs: list[Any] = [*load_specs(SPECS_DIR), *routed_specs()]
     return [
         {
             "name": s.name,

@@ -16,10 +16,10 @@ import copy
 from pathlib import Path
 from typing import Any
 
-from servers.construction.spec import CATALOG_DIR, ServiceSpec, load_catalog
+from servers.construction.spec import CATALOG_DIR, ServiceSpec, load_spec
 from servers.engine import build_service as engine_service
 from servers.framework import Service
-from servers.registry import all_services
+from servers.registry import names as registered_names
 from servers.types import SEMANTIC_KEY
 from worldmodel.engine import Backend, SimState, build_service
 from worldmodel.rules import RulesBackend
@@ -115,8 +115,9 @@ def simulated_spec(spec: ServiceSpec) -> SimSpec:
 
 def routed_specs(directory: str | Path = CATALOG_DIR) -> list[ServiceSpec]:
     """Catalog specs with no verified native service mounted: the world model serves them."""
-    native = all_services()
-    return [s for s in load_catalog(directory) if s.name not in native]
+    native = set(registered_names())
+    # A spec is named like its file: only the files of services not mounted natively are parsed.
+    return [load_spec(p) for p in sorted(Path(directory).glob("*.json")) if p.stem not in native]
 
 
 def routed_services(backend: Backend | None = None, directory: str | Path = CATALOG_DIR) -> list[Service[SimState]]:

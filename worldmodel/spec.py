@@ -35,6 +35,7 @@ This is also the format the service-construction pipeline consumes.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any, Literal
@@ -42,6 +43,7 @@ from typing import Any, Literal
 import jsonschema
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from servers import schema_cache
 from servers.types import SEMANTIC_KEY, VOCABULARY
 
 SPECS_DIR = Path(__file__).parent / "specs"
@@ -115,6 +117,24 @@ def _untyped(schema: dict[str, Any], path: str) -> list[str]:
     return missing
 
 
+def schema_error(schema: dict[str, Any]) -> str | None:
+    """Why ``schema`` is not a valid JSON Schema (2020-12), or None; remembered on disk per schema text
+    (checking against the meta-schema costs ~8 ms a schema, most of loading the world model's specs)."""
+    text = json.dumps(schema, sort_keys=True)
+
+    def check() -> tuple[str]:
+        try:
+            jsonschema.Draft202012Validator.check_schema(schema)
+        except jsonschema.SchemaError as exc:
+            return (exc.message,)
+        return ("",)
+
+    cache = schema_cache.shared()
+    key = f"metaschema:{hashlib.sha256(text.encode()).hexdigest()}"
+    (message,) = cache.get_or_make(key, check) if cache is not None else check()
+    return message or None
+
+
 def spec_problems(spec: ServiceSpec) -> list[str]:
     """Everything wrong with a spec, each naming the tool and field."""
     problems: list[str] = []
@@ -124,10 +144,9 @@ def spec_problems(spec: ServiceSpec) -> list[str]:
     for tool in spec.tools:
         where = f"{spec.name}.{tool.name}"
         for label, schema in (("input_schema", tool.input_schema), ("output_schema", tool.output_schema)):
-            try:
-                jsonschema.Draft202012Validator.check_schema(schema)
-            except jsonschema.SchemaError as exc:
-                problems.append(f"{where}: {label} is not valid JSON Schema: {exc.message}")
+            invalid = schema_error(schema)
+            if invalid:
+                problems.append(f"{where}: {label} is not valid JSON Schema: {invalid}")
                 continue
             if schema.get("type") != "object":
                 problems.append(f"{where}: {label} must be an object schema")
