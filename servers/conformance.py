@@ -8,6 +8,8 @@ Checks (each problem names the check, the tool and what went wrong):
 - ``schema``: every input and output schema is a valid JSON Schema of an object;
 - ``semantic``: every parameter and every result field (recursively, through nested records)
   carries a semantic type and a description; nested records need a description only;
+- ``role``: every record field whose semantic type is ambiguous (money, dates, people,
+  organisations: :mod:`servers.roles`) names its business role, unless it is a system field;
 - ``determinism``: the same seed gives the same state hash;
 - ``snapshot``: snapshot → JSON → restore round-trips to the same hash;
 - ``read-only``: read tools never change the state (hypothesis-generated valid inputs, ids and
@@ -236,6 +238,7 @@ def check_service(service: Service[Any], *, seed: int = 0, examples: int = 12) -
         add(Problem("metadata", None, f"version must be >= 1, got {service.version}"))
     if not service.tools:
         add(Problem("metadata", None, "no tools"))
+    report.problems.extend(missing_roles(service))
 
     for tool in service.tools.values():
         for label, schema in (("input", tool.input_schema), ("output", tool.output_schema)):

@@ -110,7 +110,8 @@ def role_problem(semantic: str | None, declared: str | None) -> str | None:
     if semantic not in ROLES:
         return None
     if declared is None:
-        return f"a {semantic} field needs a role (one of {', '.join(ROLES[semantic])})"
+        article = "an" if semantic[0] in "aeiou" else "a"
+        return f"{article} {semantic} field needs a role (one of {', '.join(ROLES[semantic])})"
     if declared not in ROLES[semantic]:
         return f"role {declared!r} is not a role of {semantic} (one of {', '.join(ROLES[semantic])})"
     return None

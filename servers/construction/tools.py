@@ -253,7 +253,51 @@ class ToolWriter:
         for name, raw in self.tool.set.items():
             self.body.add(f"{target}.{name} = {self.value(raw, None, name)}")
 
+    def effect_checks(self) -> None:
+        """Each effect's new values, computed and range-checked before the first change."""
+        creating = self.tool.op == "create"
+        for i, effect in enumerate(self.tool.effects):
+            if effect.via.startswith("record."):
+                via = effect.via.removeprefix("record.")
+                key, ref_type = (via if creating else f"record.{via}"), self.entity.fields[via].type
+            else:
+                key, ref_type = effect.via, self._param(effect.via).type_name
+            target = self.spec.entities[ref_type[4:]]
+            var = f"effect_{i}_record"
+            self.body.add(f"{var} = state.{target.plural}.get({key}) if {key} is not None else None")
+            for name, operand in effect.add.items():
+                if isinstance(operand, str):
+                    field = operand.removeprefix("record.")
+                    amount = field if (creating or not operand.startswith("record.")) else f"record.{field}"
+                else:
+                    amount = repr(operand)
+                new = f"effect_{i}_{name}"
+                integer = python_type(self.spec, target.fields[name].type) == "int"
+                total = f"({var}.{name} or 0) + {amount}"
+                self.body.add(f"{new} = None")
+                self.body.add(f"if {var} is not None and {amount} is not None:")
+                self.body.add(f"{new} = {total}" if integer else f"{new} = round({total}, 6)", 2)
+                lo, hi = value_range(self.spec, target.fields[name].type)
+                checks = ([f"{new} < {lo!r}"] if lo is not None else []) + (
+                    [f"{new} > {hi!r}"] if hi is not None else []
+                )
+                if checks:
+                    self.names.framework_used.add("Conflict")
+                    label = ref_type[4:].replace("_", " ")
+                    bounds = f"outside [{'-inf' if lo is None else f'{lo:g}'}, {'inf' if hi is None else f'{hi:g}'}]"
+                    message = f"{effect.id}: {label} {{{key}!r}} {name} would become {{{new}}}, {bounds}"
+                    self.body.add(f"if {' or '.join(checks)}:", 2)
+                    self.body.add(f"raise Conflict(f{message!r})", 3)
+
+    def apply_effects(self) -> None:
+        for i, effect in enumerate(self.tool.effects):
+            for name in effect.add:
+                self.body.add(f"if effect_{i}_{name} is not None:")
+                self.body.add(f"effect_{i}_record.{name} = effect_{i}_{name}", 2)
+                self.body.add(f"effect_{i}_record.updated_at = now", 2)
+
     def cascades(self) -> None:
+        self.apply_effects()
         for cascade in self.tool.cascade:
             var = self._ref_var(f"record.{cascade.via}")
             self.body.add(f"if {var} is not None:")
@@ -358,6 +402,7 @@ class ToolWriter:
         self.fetch_refs(given + list(tool.params))
         self.unique_checks(given, exclude_self=False)
         self.guards()
+        self.effect_checks()
         self.body.add("now = state.tick()")
         life = entity.lifecycle
         values = [f"id=state.new_id({entity.id_prefix!r})"]
@@ -401,6 +446,7 @@ class ToolWriter:
         self.fetch_linked()
         self.unique_checks(fields, exclude_self=True)
         self.guards()
+        self.effect_checks()
         self.body.add("now = state.tick()")
         for name in fields:
             self.body.add(f"if {name} is not None:")
@@ -424,6 +470,7 @@ class ToolWriter:
         self.fetch_refs(list(tool.params))
         self.fetch_linked()
         self.guards()
+        self.effect_checks()
         self.body.add("now = state.tick()")
         self.body.add(f"record.{life.field} = {tool.to!r}")
         self.store_params()
@@ -453,6 +500,7 @@ class ToolWriter:
         self.fetch_refs(list(tool.params))
         self.fetch_linked()
         self.guards()
+        self.effect_checks()
         self.body.add(f"del state.{self.entity.plural}[{self.id_param}]")
         self.cascades_on_delete()
         self.body.add("state.tick()")
@@ -460,7 +508,7 @@ class ToolWriter:
         return self.cls
 
     def cascades_on_delete(self) -> None:
-        if self.tool.cascade:
+        if self.tool.cascade or self.tool.effects:
             self.body.add("now = state.clock")
             self.cascades()
 
@@ -489,6 +537,7 @@ class ToolWriter:
             self.body.add(f"raise Conflict({_msg(prefix, bounds)})", 2)
         self.fetch_linked()
         self.guards()
+        self.effect_checks()
         self.body.add("now = state.tick()")
         self.body.add(f"record.{tool.field} = new_value")
         self.store_params()
@@ -521,6 +570,7 @@ class ToolWriter:
             )
         self.fetch_linked()
         self.guards()
+        self.effect_checks()
         self.body.add("now = state.tick()")
         if adding:
             self.body.add(f"record.{tool.field} = [*record.{tool.field}, {pname}]")

@@ -7,7 +7,8 @@
    match their schemas — with property-based inputs drawn from the tool schemas);
 2. spec conformance: the service exposes exactly the spec's tools, each with the spec's kind and
    the parameters, required set and semantic types the spec implies, and records whose fields
-   carry the spec's semantic types;
+   carry the spec's semantic types; and spec lint (:mod:`servers.construction.lint`): every rule
+   backed, every ambiguous field with its role, seeds that keep the stated invariants;
 3. the generated scenarios of :mod:`servers.construction.scenarios` for every write tool.
 
 A service passes when all three report nothing; the report names every failing tool and check.
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from servers.conformance import check_service
+from servers.construction.lint import spec_lint
 from servers.construction.naming import Names
 from servers.construction.scenarios import run_scenarios
 from servers.construction.spec import ServiceSpec
@@ -137,6 +139,7 @@ def verify(spec: ServiceSpec, service: Service[Any], *, examples: int = 6, seed:
     for problem in conformance.problems:
         result.failures.append(Check(f"conformance:{problem.check}", problem.tool, problem.message))
     result.failures.extend(spec_conformance(spec, service))
+    result.failures.extend(Check("lint", None, problem) for problem in spec_lint(spec, service))
     try:
         scenarios = run_scenarios(spec, service, seed=seed)
     except Exception as exc:  # a service that cannot even be seeded or restored fails here

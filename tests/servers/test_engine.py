@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from servers.construction.lint import rule_problems
+from servers.construction.lint import rule_problems, seed_problems
 from servers.construction.loader import load_service
 from servers.construction.spec import CATALOG_DIR, ServiceSpec, load_spec
 from servers.construction.template import compile_spec
@@ -256,3 +256,36 @@ def test_listing_tools_and_their_schemas_builds_no_model() -> None:
     assert not service.models.built
     service.seed_state(0)
     assert service.models.built
+
+
+def test_ejected_code_answers_every_operation_as_the_engine_does() -> None:
+    spec = ServiceSpec.model_validate(SPEC)
+    engine, ejected = build_service(spec), load_service(compile_spec(spec, formatted=False), "depot", "script")
+    script: list[tuple[str, dict[str, Any]]] = [
+        ("add_van", {"plate": "Alpha", "tags": ["city"]}), ("add_van", {"plate": "Alpha"}),
+        ("add_van", {"plate": "Bravo"}), ("rename_van", {"van_id": "van_0002", "plate": "Charlie"}),
+        ("add_km", {"van_id": "van_0001", "delta": 950}), ("add_km", {"van_id": "van_0001", "delta": 100}),
+        ("tag_van", {"van_id": "van_0001", "tag": "cold"}), ("untag_van", {"van_id": "van_0001", "tag": "x"}),
+        ("plan_run", {"van_id": "van_0001", "city": "Oslo"}), ("finish_run", {"run_id": "run_0003", "km": 100}),
+        ("finish_run", {"run_id": "run_0003", "km": 20}), ("to_repair", {"van_id": "van_0002"}),
+        ("plan_run", {"van_id": "van_0002", "city": "Rome"}), ("delete_van", {"van_id": "van_0001"}),
+        ("delete_van", {"van_id": "van_0002"}), ("vans_by_status", {}), ("list_vans", {"query": "a"}),
+    ]  # fmt: skip
+    states = engine.empty_state(), ejected.empty_state()
+    for tool, arguments in script:
+        assert engine.call(states[0], tool, arguments) == ejected.call(states[1], tool, arguments), tool
+    assert snapshot(states[0]) == snapshot(states[1])
+
+
+def test_spec_lint_refuses_seeds_that_break_an_invariant() -> None:
+    data = copy.deepcopy(SPEC)
+    data["entities"]["van"]["fields"]["km"]["seed"] = "number:0..900"
+    rule = {"text": "A van in service has been driven less than 500 km.", "by": ["tool:add_km"],
+            "holds": {"entity": "van", "require": [{"left": "record.km", "op": "<", "value": 500}]}}  # fmt: skip
+    data["rules"] = [*SPEC["rules"], rule]
+    spec = ServiceSpec.model_validate(data)
+    problems = seed_problems(spec, build_service(spec), seeds=tuple(range(6)))
+    assert problems and all(p.startswith("rule 2: seed ") and "breaks it" in p for p in problems)
+    data["entities"]["van"]["fields"]["km"]["seed"] = "number:0..400"
+    fixed = ServiceSpec.model_validate(data)
+    assert seed_problems(fixed, build_service(fixed), seeds=tuple(range(6))) == []
