@@ -24,6 +24,7 @@ from typing import Any
 from hub.core import Hub
 from hub.registry import ToolEntry
 from hub.world import ServiceSlot, World
+from servers.roles import ROLE_KEY, SYSTEM
 from servers.state import Change, diff, stable_hash
 from servers.types import SEMANTIC_KEY, resolve_ref
 from servers.values import state_values
@@ -472,11 +473,16 @@ class Walker:
 
     def _values_of(self, step: StepInfo, path: str, record: dict[str, Any], schema: dict[str, Any]) -> list[Carried]:
         out = []
-        typed = property_types(schema.get("properties", {}))[0]
+        props = schema.get("properties", {})
+        typed = property_types(props)[0]
+        native = self.hub.registry.services[step.entry.service].native
+        maintained = native.system_fields if native is not None else frozenset()
         for key, value in record.items():
             kinds = typed.get(key, ())
             if len(kinds) != 1:
                 continue
+            if key in maintained or (props.get(key) or {}).get(ROLE_KEY) == SYSTEM:
+                continue  # a stamp the service keeps (created/updated): no one carries it elsewhere
             kind = next(iter(kinds))
             ref = f"steps.{step.index}.{path}.{key}"
             if isinstance(value, list) and value and isinstance(value[0], str | int | float):
