@@ -92,14 +92,18 @@ def main() -> None:
             }
             panel = Panel(walker, task, budget=args.budget)
             for attempt in run_panel(panel, oracle.world, oracle.envelopes):
+                if not attempt.changed:  # every extra call failed or changed nothing: it is the oracle, no attack
+                    inert[attempt.name] += 1
+                    continue
                 scored[attempt.name] = attempt.result
-                inert[attempt.name] += not attempt.changed
         finally:
             for world in (oracle.world, half.world, null):
                 world.close()
         weights = [c.weight for c in task.rubric.criteria if not c.negative]
         base = [_row(scored["oracle"]), _row(scored["null"])]
         for name in names:
+            if name not in scored:
+                continue
             outcome = scored[name]
             results[name].append((outcome.score, outcome.net_score))
             group = [*base, _row(outcome)]
