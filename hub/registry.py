@@ -12,12 +12,12 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Literal, Protocol
-
-import mcp_types as types
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from servers.framework import Envelope, Service, Source, Tool, ToolMeta
-from servers.serving import mcp_tool
+
+if TYPE_CHECKING:  # the MCP SDK is imported when a listing is first served, not to build a hub
+    import mcp_types as types
 
 TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 SEPARATOR = "__"
@@ -59,6 +59,8 @@ class ToolEntry:
         """The MCP description with the output schema (built on first use, then kept)."""
         if self.external is not None:
             return self.external
+        from servers.serving import mcp_tool
+
         assert self.native is not None
         return mcp_tool(self.native, self.qualified)
 
