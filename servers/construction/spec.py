@@ -75,18 +75,21 @@ follows from the semantic type (see ``servers.construction.seeding.default_seed`
 
 from __future__ import annotations
 
+import hashlib
 import json
 import keyword
 import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validator
 
+from servers import schema_cache
 from servers.construction.vocabulary import SHARED, python_type
 from servers.roles import role_problem
 
 CATALOG_DIR = Path(__file__).resolve().parents[1] / "catalog"
+CHECKED = "consistency_checked"  # validation context: the content passed spec_problems before
 
 NAME = r"^[a-z][a-z0-9_]{1,40}$"
 READ_OPS = ("list", "get", "aggregate")
@@ -260,7 +263,9 @@ class ServiceSpec(Strict):
     tools: list[ToolSpec] = Field(min_length=1)
 
     @model_validator(mode="after")
-    def _consistent(self) -> ServiceSpec:
+    def _consistent(self, info: ValidationInfo) -> ServiceSpec:
+        if isinstance(info.context, dict) and info.context.get(CHECKED):
+            return self  # this very content passed these checks before (see load_spec)
         problems = spec_problems(self)
         if problems:
             raise ValueError("; ".join(problems))
@@ -571,9 +576,20 @@ def spec_problems(spec: ServiceSpec) -> list[str]:
 
 
 def load_spec(path: str | Path) -> ServiceSpec:
-    """Read and validate one spec file; errors name the file, entity, field or tool."""
+    """Read and validate one spec file; errors name the file, entity, field or tool.
+
+    The consistency checks (:func:`spec_problems`, most of the cost) run once per file content and
+    version of this package's code: a content that passed them is remembered in the disk cache
+    (``servers.schema_cache``), so building a hub of hundreds of specs does not re-check them."""
     try:
-        return ServiceSpec.model_validate(json.loads(Path(path).read_text()))
+        data = Path(path).read_bytes()
+        cache = schema_cache.shared()
+        key = f"spec-checked:{hashlib.sha256(data).hexdigest()}"
+        checked = cache is not None and cache.get(key) is not None
+        spec = ServiceSpec.model_validate(json.loads(data), context={CHECKED: checked})
+        if cache is not None and not checked:
+            cache.put(key, (True,))
+        return spec
     except (ValueError, OSError) as exc:
         raise ValueError(f"{path}: {exc}") from exc
 

@@ -289,3 +289,19 @@ def test_spec_lint_refuses_seeds_that_break_an_invariant() -> None:
     data["entities"]["van"]["fields"]["km"]["seed"] = "number:0..400"
     fixed = ServiceSpec.model_validate(data)
     assert seed_problems(fixed, build_service(fixed), seeds=tuple(range(6))) == []
+
+
+def test_a_spec_file_is_checked_once_per_content(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import servers.construction.spec as spec_module
+    from servers import schema_cache
+
+    if schema_cache.shared() is None:
+        pytest.skip("COMPOWORLD_NO_SCHEMA_CACHE: every load checks its spec")
+    path = tmp_path / "depot.json"
+    path.write_text(json.dumps(SPEC))
+    load_spec(path)  # checked, then remembered as checked
+    monkeypatch.setattr(spec_module, "spec_problems", lambda spec: ["checked again"])
+    assert load_spec(path).name == "depot"  # the same content is not checked again
+    path.write_text(json.dumps({**SPEC, "description": "A test depot: vans, runs and more."}))
+    with pytest.raises(ValueError, match="checked again"):
+        load_spec(path)  # new content is checked
