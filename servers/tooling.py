@@ -253,6 +253,12 @@ class ToolMeta:
         return {"op": self.op, "entity": self.entity, "collection": self.collection, "kind": self.kind,
                 "reads": list(self.reads), "sets": list(self.sets)}  # fmt: skip
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ToolMeta:
+        """The inverse of :meth:`to_json` (``kind`` follows from ``op``)."""
+        return cls(data["op"], data.get("entity"), data.get("collection"), tuple(data.get("reads", ())),
+                   tuple(data.get("sets", ())))  # fmt: skip
+
 
 class Param:
     """One parameter of a tool: its annotation, whether it may be omitted, and its validator
@@ -290,7 +296,7 @@ class Tool:
         kind: ToolKind,
         description: str,
         func: Callable[..., Any],
-        params: tuple[Param, ...],
+        params: tuple[Param, ...] | Deferred,
         result_adapter: TypeAdapter[Any] | None = None,
         input_schema: dict[str, Any] | None = None,
         output_schema: dict[str, Any] | None = None,
@@ -302,10 +308,13 @@ class Tool:
         if (input_schema is None or output_schema is None) and schemas is None:
             raise TypeError(f"tool {name!r} needs its schemas or a builder of them")
         self.service, self.name, self.kind, self.description = service, name, kind, description
-        self.func, self.params = func, params
+        self.func = func
+        # a Deferred when the tool is listed before it is built (a spec-run service read from its
+        # manifest: servers.engine); resolved by the first validation
+        self._params = params
         self._result_adapter, self.result = result_adapter, result
         self._input_schema, self._output_schema, self._schemas = input_schema, output_schema, schemas
-        self._names = frozenset(p.name for p in params)
+        self._names: frozenset[str] | None = None
         if meta is not None and meta.kind != kind:
             raise TypeError(f"tool {service}.{name} is a {kind} tool but its op {meta.op!r} is a {meta.kind}")
         self.meta = meta
@@ -346,9 +355,19 @@ class Tool:
         assert self._output_schema is not None
         return self._output_schema
 
+    @property
+    def params(self) -> tuple[Param, ...]:
+        params = self._params
+        if isinstance(params, Deferred):
+            params = self._params = params.get()
+        return params
+
     def validate(self, arguments: dict[str, Any]) -> dict[str, Any] | str:
         """The validated keyword arguments, or a message naming every bad argument."""
-        problems: list[str] = [f"unknown argument {k!r}" for k in arguments if k not in self._names]
+        names = self._names
+        if names is None:
+            names = self._names = frozenset(p.name for p in self.params)
+        problems: list[str] = [f"unknown argument {k!r}" for k in arguments if k not in names]
         values: dict[str, Any] = {}
         for param in self.params:
             if param.name in arguments:

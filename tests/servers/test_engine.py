@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ from servers.construction.lint import rule_problems, seed_problems
 from servers.construction.loader import load_service
 from servers.construction.spec import CATALOG_DIR, ServiceSpec, load_spec
 from servers.construction.template import compile_spec
-from servers.engine import build_service, load
+from servers.engine import SpecService, build_service, load
 from servers.framework import Service
 from servers.state import snapshot
 
@@ -305,3 +306,35 @@ def test_a_spec_file_is_checked_once_per_content(tmp_path: Path, monkeypatch: py
     path.write_text(json.dumps({**SPEC, "description": "A test depot: vans, runs and more."}))
     with pytest.raises(ValueError, match="checked again"):
         load_spec(path)  # new content is checked
+
+
+def test_a_spec_service_is_listed_from_its_manifest_and_parses_its_spec_on_first_call(tmp_path: Path) -> None:
+    copy_of = tmp_path / "fleet.json"
+    copy_of.write_bytes((Path(CATALOG_DIR) / "fleet.json").read_bytes())
+    first = load("fleet", tmp_path)  # makes the manifest (kept under the hash of the file's bytes)
+    stat = copy_of.stat()
+    os.utime(copy_of, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))  # same bytes: read again, from the manifest
+    listed = load("fleet", tmp_path)
+    assert listed is not first and isinstance(listed, SpecService) and not listed.built
+    for name, tool in first.tools.items():
+        other = listed.tools[name]
+        assert (other.kind, other.description, other.meta) == (tool.kind, tool.description, tool.meta), name
+        assert (other.input_schema, other.output_schema) == (tool.input_schema, tool.output_schema), name
+    assert not listed.built
+    calls = [("list_vehicles", {"limit": 3}), ("list_vehicles", {"limt": 3}), ("get_vehicle", {"vehicle_id": "nope"})]
+    states = first.seed_state(2), listed.seed_state(2)
+    for name, arguments in calls:
+        assert listed.call(states[1], name, arguments) == first.call(states[0], name, arguments), name
+    assert listed.built and listed.state_hash(states[1]) == first.state_hash(states[0])
+
+
+def test_an_edited_spec_is_listed_with_its_new_tools(tmp_path: Path) -> None:
+    copy_of = tmp_path / "fleet.json"
+    data = json.loads((Path(CATALOG_DIR) / "fleet.json").read_text())
+    copy_of.write_text(json.dumps(data))
+    assert "list_vehicles" in load("fleet", tmp_path).tools
+    renamed = next(t for t in data["tools"] if t["name"] == "list_vehicles")
+    renamed["name"] = "list_all_vehicles"
+    copy_of.write_text(json.dumps(data, indent=1))
+    tools = load("fleet", tmp_path).tools
+    assert "list_all_vehicles" in tools and "list_vehicles" not in tools
