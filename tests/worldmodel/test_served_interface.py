@@ -39,6 +39,7 @@ def test_every_tool_serves_the_same_interface(name: str) -> None:
     assert list(service.tools) == list(before["tools"])
     for tool_name, was in before["tools"].items():
         tool = service.tools[tool_name]
+        assert tool.meta is not None
         now: dict[str, Any] = {
             "kind": tool.kind,
             "description": tool.description,
