@@ -74,8 +74,7 @@ def build_hub(
         extra = [external_entry(c) for c in loaded["external"]]
         simulated = loaded.get("worldmodel") or {}
     if worldmodel or simulated:
-        from worldmodel.catalog import make_backend, simulated_services
-        from worldmodel.spec import SPECS_DIR
+        from worldmodel.catalog import SPECS_DIR, make_backend, simulated_services
 
         backend = make_backend(
             str(simulated.get("backend", "rules")),  # type: ignore[arg-type]

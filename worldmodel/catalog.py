@@ -1,14 +1,22 @@
-"""The simulated services of a spec directory, with their backend, ready to mount or serve."""
+"""The simulated services of a spec directory, with their backend, ready to mount or serve.
+
+A spec directory holds specs in the one catalog format (:mod:`servers.construction.spec`), read by
+its loader: the world model's own, :data:`SPECS_DIR`, holds simulated ones (``"simulated": true``);
+any other catalog spec found there is served by simulation too (:mod:`worldmodel.fromspec`).
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any, Literal
 
+from servers.construction.spec import load_catalog
 from servers.framework import Envelope, Service, ServiceState, error
 from worldmodel.engine import Backend, SimState, build_service
 from worldmodel.rules import RulesBackend
-from worldmodel.spec import SPECS_DIR, load_specs
+from worldmodel.spec import SimSpec
+
+SPECS_DIR = Path(__file__).parent / "specs"
 
 BackendKind = Literal["rules", "llm"]
 
@@ -35,6 +43,14 @@ def make_backend(
     return LLMBackend(model, base_url=base_url, cache_path=cache_path, attempts=attempts, timeout_s=timeout_s)
 
 
+def simulated_specs(specs: str | Path = SPECS_DIR) -> list[SimSpec]:
+    """Every spec of the directory ``specs`` (the catalog loader's), compiled for the world model."""
+    # The compiler imports the spec engine (for spec-run specs): imported when specs are compiled.
+    from worldmodel.fromspec import simulated_spec
+
+    return [simulated_spec(spec) for spec in load_catalog(specs)]
+
+
 def simulated_services(
     specs: str | Path = SPECS_DIR, backend: Backend | None = None, routed: bool = True
 ) -> list[Service[SimState]]:
@@ -45,7 +61,7 @@ def simulated_services(
     or the other.
     """
     chosen = backend or RulesBackend()
-    services = [build_service(spec, chosen) for spec in load_specs(specs)]
+    services = [build_service(spec, chosen) for spec in simulated_specs(specs)]
     if routed and Path(specs).resolve() == SPECS_DIR.resolve():
         from worldmodel.fromspec import routed_services
 

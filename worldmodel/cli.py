@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
 # Kept light on purpose: ``compoworld --help`` imports this module, so the world model itself is
-# imported inside the commands. The spec directory is ``worldmodel.spec.SPECS_DIR`` (a test checks
+# imported inside the commands. The spec directory is ``worldmodel.catalog.SPECS_DIR`` (a test checks
 # they agree); it is spelled here so that option defaults need not import the spec module.
 SPECS_DIR = Path(__file__).parent / "specs"
 
@@ -43,10 +43,10 @@ class TransportOpt(StrEnum):
 
 def _simulated_rows() -> list[dict[str, Any]]:
     """``compoworld services list`` rows for the world model's services (its specs and routed ones)."""
+    from servers.construction.spec import load_catalog
     from worldmodel.fromspec import routed_specs
-    from worldmodel.spec import load_specs
 
-    specs: list[Any] = [*load_specs(SPECS_DIR), *routed_specs()]
+    specs: list[Any] = [*load_catalog(SPECS_DIR), *routed_specs()]
     return [
         {
             "name": s.name,
@@ -64,7 +64,7 @@ def _simulated_rows() -> list[dict[str, Any]]:
 
 services_cli.EXTRA_ROWS.append(_simulated_rows)
 
-SpecsOpt = Annotated[Path, typer.Option("--specs", help="Directory of JSON tool specs.")]
+SpecsOpt = Annotated[Path, typer.Option("--specs", help="Directory of JSON specs (the catalog format).")]
 
 
 @app.command("list")
@@ -76,9 +76,9 @@ def list_specs(
     from rich.console import Console
     from rich.table import Table
 
-    from worldmodel.spec import load_specs
+    from servers.construction.spec import load_catalog
 
-    loaded = load_specs(specs)
+    loaded = load_catalog(specs)
     rows: list[dict[str, str | int]] = [
         {
             "name": s.name,

@@ -34,7 +34,7 @@ from servers.framework import (
 from servers.population import Population
 from servers.state import canonical_json, stable_hash
 from servers.values import encodable
-from worldmodel.spec import ServiceSpec, ToolSpec
+from worldmodel.spec import SimSpec, SimTool
 
 
 class SimState(ServiceState):
@@ -57,8 +57,8 @@ class GenerateRequest:
 
     def __init__(
         self,
-        spec: ServiceSpec,
-        tool: ToolSpec,
+        spec: SimSpec,
+        tool: SimTool,
         arguments: dict[str, Any],
         records: list[dict[str, Any]],
         state: SimState,
@@ -164,12 +164,12 @@ class SpecTool(Tool):
 class Simulator:
     """Runs the tools of one spec against a :class:`SimState` with a backend."""
 
-    def __init__(self, spec: ServiceSpec, backend: Backend) -> None:
+    def __init__(self, spec: SimSpec, backend: Backend) -> None:
         self.spec = spec
         self.backend = backend
         self.output_validators = {t.name: _validator(t.output_schema) for t in spec.tools}
 
-    def run(self, tool: ToolSpec, state: SimState, arguments: dict[str, Any]) -> dict[str, Any]:
+    def run(self, tool: SimTool, state: SimState, arguments: dict[str, Any]) -> dict[str, Any]:
         effect = tool.effect
         records = state.collections.get(effect.collection or "", {})
         world = Population.generate(state.world_seed)
@@ -202,7 +202,7 @@ class Simulator:
 
     def _complete(
         self,
-        tool: ToolSpec,
+        tool: SimTool,
         output: dict[str, Any],
         arguments: dict[str, Any],
         context: list[dict[str, Any]],
@@ -233,7 +233,7 @@ class Simulator:
         return result
 
     def _apply(
-        self, tool: ToolSpec, state: SimState, output: dict[str, Any], arguments: dict[str, Any]
+        self, tool: SimTool, state: SimState, output: dict[str, Any], arguments: dict[str, Any]
     ) -> dict[str, Any]:
         effect = tool.effect
         if effect.op not in ("create", "update", "delete"):
@@ -259,7 +259,7 @@ def _fits(schema: dict[str, Any], value: Any) -> bool:
     return not list(_validator(schema).iter_errors(value))
 
 
-def _matches(record: dict[str, Any], arguments: dict[str, Any], tool: ToolSpec) -> bool:
+def _matches(record: dict[str, Any], arguments: dict[str, Any], tool: SimTool) -> bool:
     """List filters: every argument that names a record field must equal it (text case-insensitively)."""
     for key, wanted in arguments.items():
         if key not in record or isinstance(wanted, list | dict):
@@ -289,7 +289,7 @@ def _properties(schema: dict[str, Any]) -> dict[str, Any]:
     return found if isinstance(found, dict) else {}
 
 
-def record_fields(spec: ServiceSpec, collection: str) -> list[str]:
+def record_fields(spec: SimSpec, collection: str) -> list[str]:
     """The fields a record of ``collection`` can hold: what creates store (arguments and output),
     what updates copy in (arguments and constant ``set`` fields), and what gets and lists show."""
     fields: dict[str, None] = {}
@@ -314,7 +314,7 @@ STAMPS = ("created_at", "updated_at")
 """Timestamps a created record carries that no caller sets, left out of a tool's ``sets``."""
 
 
-def spec_meta(spec: ServiceSpec, tool: ToolSpec) -> ToolMeta:
+def spec_meta(spec: SimSpec, tool: SimTool) -> ToolMeta:
     """The metadata of a simulated tool, read off its effect: ``create``/``get``/``list``/``update``/
     ``delete`` keep their name, ``none`` is a ``lookup`` (a read) or an ``action`` (a write). A list
     reads the scalar arguments that name record fields (the filters :func:`_matches` applies); a
@@ -338,7 +338,7 @@ def spec_meta(spec: ServiceSpec, tool: ToolSpec) -> ToolMeta:
     return ToolMeta(op=effect.op, entity=_singular(name), collection=name, reads=tuple(reads), sets=tuple(sets))
 
 
-def build_service(spec: ServiceSpec, backend: Backend) -> Service[SimState]:
+def build_service(spec: SimSpec, backend: Backend) -> Service[SimState]:
     """The spec as a regular service (source ``simulated``) backed by ``backend``."""
     simulator = Simulator(spec, backend)
 
@@ -360,7 +360,7 @@ def build_service(spec: ServiceSpec, backend: Backend) -> Service[SimState]:
     any_adapter: TypeAdapter[Any] = TypeAdapter(Any)
     for tool_spec in spec.tools:
 
-        def run(state: SimState, _tool: ToolSpec = tool_spec, **arguments: Any) -> dict[str, Any]:
+        def run(state: SimState, _tool: SimTool = tool_spec, **arguments: Any) -> dict[str, Any]:
             if not isinstance(state, SimState):
                 raise BadRequest("simulated tools need a simulated state")
             return simulator.run(_tool, state, arguments)

@@ -1,13 +1,20 @@
-"""World-model fallback for catalog services that are not mounted as verified native services.
+"""The compiler from the catalog format to the world model's form (:class:`worldmodel.spec.SimSpec`).
 
-A catalog spec (``servers/catalog``) whose implementation failed verification — or was never
-built — is still offered to agents: its tools are served by the world model. The tool schemas are
-the ones the spec engine's service exposes (:func:`servers.engine.build_service`),
-so an agent sees the same interface either way; each tool's ``op`` becomes the world-model effect
-that keeps later calls consistent with earlier ones (create → create, get → get, list → list,
-update/transition/adjust/append/remove → update, a transition also setting the lifecycle field to
-its target, delete → delete, aggregate → none). Aggregates,
-whose native result is a list, answer ``{"groups": [...]}`` because world-model outputs are objects.
+Two kinds of catalog spec are served by the world model:
+
+- a **simulated** spec (``"simulated": true``, the world model's own ``worldmodel/specs``): its
+  tools serve the schemas the spec declares (:mod:`servers.construction.simspec`), ``compute``
+  becoming a pure effect (``none``), the other ops the effect of their name on the entity's
+  collection (``key``: the entity's ``id_field``; a list's records in its ``shape:<entity>``
+  result field);
+- a spec-run spec (``servers/catalog``) whose implementation failed verification — or was never
+  built — is still offered to agents: its tools are served by the world model. The tool schemas are
+  the ones the spec engine's service exposes (:func:`servers.engine.build_service`), so an agent
+  sees the same interface either way; each tool's ``op`` becomes the world-model effect that keeps
+  later calls consistent with earlier ones (create → create, get → get, list → list,
+  update/transition/adjust/append/remove → update, a transition also setting the lifecycle field
+  to its target, delete → delete, aggregate → none). Aggregates, whose native result is a list,
+  answer ``{"groups": [...]}`` because world-model outputs are objects.
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ import copy
 from pathlib import Path
 from typing import Any
 
+from servers.construction import simspec
 from servers.construction.spec import CATALOG_DIR, ServiceSpec, load_spec
 from servers.engine import build_service as engine_service
 from servers.framework import Service
@@ -23,8 +31,7 @@ from servers.registry import names as registered_names
 from servers.types import SEMANTIC_KEY
 from worldmodel.engine import Backend, SimState, build_service
 from worldmodel.rules import RulesBackend
-from worldmodel.spec import Collection, Effect, ToolSpec
-from worldmodel.spec import ServiceSpec as SimSpec
+from worldmodel.spec import Collection, Effect, SimSpec, SimTool
 
 EFFECTS = {
     "create": "create",
@@ -37,6 +44,7 @@ EFFECTS = {
     "remove": "update",
     "delete": "delete",
     "aggregate": "none",
+    "compute": "none",
 }
 
 
@@ -64,7 +72,10 @@ def _plain(schema: Any, defs: dict[str, Any]) -> Any:
 
 
 def simulated_spec(spec: ServiceSpec) -> SimSpec:
-    """The world-model spec of a catalog service, with the interface a native build would have."""
+    """The world model's form of a catalog spec: a simulated spec's declared interface, or the
+    interface a native build of a spec-run one would have."""
+    if spec.simulated:
+        return _compile_simulated(spec)
     reference = engine_service(spec)
     collections = {
         e.plural: Collection(id_field="id", id_prefix=e.id_prefix.upper()[:5].ljust(2, "X"), description=e.description)
@@ -94,12 +105,48 @@ def simulated_spec(spec: ServiceSpec) -> SimSpec:
             set=moved,
         )
         tools.append(
-            ToolSpec(
+            SimTool(
                 name=tool_spec.name,
                 description=tool_spec.description,
                 kind=tool_spec.kind,
                 input_schema=inputs,
                 output_schema=data,
+                effect=effect,
+            )
+        )
+    return SimSpec(
+        name=spec.name,
+        version=spec.version,
+        category=spec.category,
+        description=spec.description,
+        collections=collections,
+        tools=tools,
+    )
+
+
+def _compile_simulated(spec: ServiceSpec) -> SimSpec:
+    collections = {
+        e.plural: Collection(id_field=e.id_field or "id", id_prefix=e.id_prefix.upper(), description=e.description)
+        for e in spec.entities.values()
+    }
+    tools = []
+    for tool in spec.tools:
+        op = EFFECTS[tool.op]
+        entity = spec.entities.get(tool.entity)
+        effect = Effect(
+            op=op,
+            collection=entity.plural if entity else None,
+            key=entity.id_field if entity and op in ("get", "update", "delete") else None,
+            items_field=simspec.items_field(spec, tool) if op == "list" else None,
+            set=dict(tool.set),
+        )
+        tools.append(
+            SimTool(
+                name=tool.name,
+                description=tool.description,
+                kind=tool.kind,
+                input_schema=simspec.input_schema(spec, tool),
+                output_schema=simspec.output_schema(spec, tool),
                 effect=effect,
             )
         )

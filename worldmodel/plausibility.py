@@ -82,7 +82,7 @@ class _Record:
 
 
 def check(tool: Any, arguments: dict[str, Any], output: dict[str, Any], now: dt.datetime) -> list[Violation]:
-    """Every plausibility rule ``output`` breaks, for a tool spec (``worldmodel.spec.ToolSpec`` or
+    """Every plausibility rule ``output`` breaks, for a tool spec (``worldmodel.spec.SimTool`` or
     anything with an ``output_schema``), the ``arguments`` it was called with and the world's ``now``."""
     now = now if now.tzinfo else now.replace(tzinfo=dt.UTC)
     found: list[Violation] = []

@@ -1,28 +1,14 @@
-"""Tool specs: JSON descriptions of services whose tools have a spec but no implementation.
+"""The world model's compiled form of a service spec: tools with JSON schemas and effects.
 
-One file per service (``worldmodel/specs/<name>.json``)::
+Specs are written in the one catalog format (:mod:`servers.construction.spec`; the world model's
+own services are its simulated subset, ``worldmodel/specs/*.json``), and
+:func:`worldmodel.fromspec.simulated_spec` compiles each into a :class:`SimSpec`: every tool with
+the input and output JSON schemas it serves (every property carrying ``x-semantic-type`` and a
+description; ``output_schema`` describes the ``data`` of the success envelope) and the ``effect``
+that relates a call to the simulated state, which keeps later calls consistent with earlier ones:
 
-    {
-      "name": "flights", "version": 1, "category": "travel",
-      "description": "Flight search and booking.",
-      "collections": {"bookings": {"id_field": "booking_id", "id_prefix": "BK", "description": "Booked flights."}},
-      "tools": [
-        {"name": "book_flight", "kind": "write", "description": "Book a seat on a flight.",
-         "input_schema": {...}, "output_schema": {...},
-         "effect": {"op": "create", "collection": "bookings"}},
-        {"name": "get_booking", "kind": "read", "description": "...",
-         "input_schema": {...}, "output_schema": {...},
-         "effect": {"op": "get", "collection": "bookings", "key": "booking_id"}}
-      ]
-    }
-
-Schemas are JSON Schema objects whose every property carries ``x-semantic-type`` (the shared
-vocabulary of ``servers.types``) and a ``description``; ``output_schema`` describes the ``data``
-of the success envelope. The ``effect`` says how a call relates to the simulated state, which is
-what keeps later calls consistent with earlier ones:
-
-- ``none`` (default): a pure function of (world seed, tool, arguments) — the same question gets
-  the same answer all episode long;
+- ``none``: a pure function of (world seed, tool, arguments) — the same question gets the same
+  answer all episode long (a catalog ``compute``, or an ``aggregate``);
 - ``create``: the output becomes a new record of ``collection`` (arguments with the same names
   as output fields are copied in, so a booking shows the passenger that was asked for);
 - ``get`` / ``update`` / ``delete``: act on the record whose id is the argument ``key``
@@ -30,14 +16,13 @@ what keeps later calls consistent with earlier ones:
 - ``list``: the records of ``collection`` whose fields equal the given filter arguments, in the
   output's array field ``items_field``.
 
-This is also the format the service-construction pipeline consumes.
+Nothing reads this form from files: it is built only by the compiler.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from pathlib import Path
 from typing import Any, Literal
 
 import jsonschema
@@ -45,8 +30,6 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from servers import schema_cache
 from servers.types import SEMANTIC_KEY, VOCABULARY
-
-SPECS_DIR = Path(__file__).parent / "specs"
 
 
 class Collection(BaseModel):
@@ -67,7 +50,7 @@ class Effect(BaseModel):
     set: dict[str, Any] = Field(default_factory=dict)
 
 
-class ToolSpec(BaseModel):
+class SimTool(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(pattern=r"^[a-z][a-z0-9_]{1,50}$")
@@ -78,7 +61,7 @@ class ToolSpec(BaseModel):
     effect: Effect = Field(default_factory=Effect)
 
 
-class ServiceSpec(BaseModel):
+class SimSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(pattern=r"^[a-z][a-z0-9_]{1,30}$")
@@ -86,10 +69,10 @@ class ServiceSpec(BaseModel):
     category: str
     description: str
     collections: dict[str, Collection] = Field(default_factory=dict)
-    tools: list[ToolSpec]
+    tools: list[SimTool]
 
     @model_validator(mode="after")
-    def _consistent(self) -> ServiceSpec:
+    def _consistent(self) -> SimSpec:
         problems = spec_problems(self)
         if problems:
             raise ValueError("; ".join(problems))
@@ -135,7 +118,7 @@ def schema_error(schema: dict[str, Any]) -> str | None:
     return message or None
 
 
-def spec_problems(spec: ServiceSpec) -> list[str]:
+def spec_problems(spec: SimSpec) -> list[str]:
     """Everything wrong with a spec, each naming the tool and field."""
     problems: list[str] = []
     names = [t.name for t in spec.tools]
@@ -169,18 +152,3 @@ def spec_problems(spec: ServiceSpec) -> list[str]:
         if (effect.op in ("create", "update", "delete")) != (tool.kind == "write"):
             problems.append(f"{where}: effect {effect.op!r} does not fit kind {tool.kind!r}")
     return problems
-
-
-def load_spec(path: str | Path) -> ServiceSpec:
-    """Read and validate one spec file; errors name the file, tool and field."""
-    try:
-        return ServiceSpec.model_validate(json.loads(Path(path).read_text()))
-    except (ValueError, OSError) as exc:
-        raise ValueError(f"{path}: {exc}") from exc
-
-
-def load_specs(directory: str | Path = SPECS_DIR) -> list[ServiceSpec]:
-    """Every ``*.json`` spec in ``directory``, sorted by name."""
-    files = sorted(Path(directory).glob("*.json"))
-    specs = [load_spec(f) for f in files]
-    return sorted(specs, key=lambda s: s.name)

@@ -70,14 +70,24 @@ def _tool_params(spec: ServiceSpec, tool: ToolSpec) -> dict[str, str]:
     return params
 
 
-def _type_problems(spec: ServiceSpec, type_name: str, where: str) -> list[str]:
-    kind, _semantic, local = spec.field_type(type_name)
+def type_problems(spec: ServiceSpec, type_name: str, where: str) -> list[str]:
+    """What is wrong with a field type (a shared, local or foreign type, a ref or a shape) in ``spec``."""
+    kind, name, local = spec.field_type(type_name)
     if kind == "ref":
         return [] if type_name[4:] in spec.entities else [f"{where}: {type_name!r} names no entity"]
     if kind == "local":
         return [] if local is not None else [f"{where}: local type {type_name!r} is not declared under 'types'"]
-    if "." in type_name:
-        return [f"{where}: type {type_name!r} belongs to another service; use a shared type or a ref"]
+    if kind == "shape":
+        if not spec.simulated:
+            return [f"{where}: shape types are for simulated services"]
+        known = name in spec.shapes or name in spec.entities
+        return [] if known else [f"{where}: {type_name!r} names neither a shape nor an entity"]
+    if kind == "foreign":
+        if not spec.simulated:
+            return [f"{where}: type {type_name!r} belongs to another service; use a shared type or a ref"]
+        if local is None:
+            return [f"{where}: another service's type {type_name!r} needs a copy under 'types' by its full name"]
+        return []
     if type_name not in SHARED:
         return [f"{where}: unknown semantic type {type_name!r} (shared types: {', '.join(sorted(SHARED))})"]
     return []
@@ -122,7 +132,7 @@ def _entity_problems(spec: ServiceSpec, name: str, entity: EntitySpec) -> list[s
         where = f"entity {name!r} field {field_name!r}"
         if not re.fullmatch(NAME, field_name) or field_name in RESERVED:
             problems.append(f"{where}: invalid or reserved field name (reserved: {', '.join(sorted(RESERVED))})")
-        problems.extend(_type_problems(spec, field.type, where))
+        problems.extend(type_problems(spec, field.type, where))
         problems.extend(_seed_problems(spec, name, field_name, field))
         if field.role is not None and (wrong := role_problem(spec.field_type(field.type)[1], field.role)):
             problems.append(f"{where}: {wrong}")
@@ -178,7 +188,7 @@ def _tool_problems(spec: ServiceSpec, tool: ToolSpec) -> list[str]:
     for pname, param in tool.params.items():
         if not re.fullmatch(NAME, pname) or pname in RESERVED:
             problems.append(f"{where} param {pname!r}: invalid or reserved name")
-        problems.extend(_type_problems(spec, param.type, f"{where} param {pname!r}"))
+        problems.extend(type_problems(spec, param.type, f"{where} param {pname!r}"))
         if param.field is not None and param.field not in entity.fields:
             problems.append(f"{where} param {pname!r}: stores into unknown field {param.field!r}")
         if pname in entity.fields and tool.op in ("create", "update"):
@@ -267,7 +277,9 @@ def _effect_problems(spec: ServiceSpec, tool: ToolSpec, effect: Effect) -> list[
 
 def catalog_problems(spec: ServiceSpec) -> list[str]:
     """Everything wrong with a catalog (not simulated) spec, each naming the entity, field or tool."""
-    problems: list[str] = []
+    problems: list[str] = simulated_only(spec)
+    if not spec.entities:
+        problems.append("a service needs at least one entity")
     for name, entity in spec.entities.items():
         if not re.fullmatch(NAME, name):
             problems.append(f"entity {name!r}: invalid name")
@@ -284,3 +296,18 @@ def catalog_problems(spec: ServiceSpec) -> list[str]:
         if not any(t.entity == ename and t.op == "get" for t in spec.tools):
             problems.append(f"entity {ename!r} has no 'get' tool (verification reads records back with it)")
     return problems
+
+
+def simulated_only(spec: ServiceSpec) -> list[str]:
+    """What of the simulated subset a catalog spec uses (no implementation here would honour it)."""
+    used = [f"type {n!r}: a dotted name (another service's type)" for n in spec.types if "." in n]
+    used += [f"type {n!r}: exclusive_minimum" for n, t in spec.types.items() if t.exclusive_minimum is not None]
+    used += ["shapes"] * bool(spec.shapes)
+    used += [f"entity {n!r}: id_field" for n, e in spec.entities.items() if e.id_field is not None]
+    for name, entity in spec.entities.items():
+        used += [f"entity {name!r} field {f!r}: bounds" for f, field in entity.fields.items() if field.bounds()]
+    for tool in spec.tools:
+        used += [f"tool {tool.name!r}: op 'compute'"] * (tool.op == "compute")
+        used += [f"tool {tool.name!r}: returns"] * (tool.returns is not None)
+        used += [f"tool {tool.name!r} param {n!r}: bounds" for n, p in tool.params.items() if p.bounds()]
+    return [f'{u} is for simulated services ("simulated": true)' for u in used]

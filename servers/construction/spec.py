@@ -90,9 +90,13 @@ CATALOG_DIR = Path(__file__).resolve().parents[1] / "catalog"
 CHECKED = "consistency_checked"  # validation context: the content passed spec_problems before
 
 NAME = r"^[a-z][a-z0-9_]{1,40}$"
-READ_OPS = ("list", "get", "aggregate")
+READ_OPS = ("list", "get", "aggregate", "compute")
 WRITE_OPS = ("create", "update", "transition", "delete", "adjust", "append", "remove")
-OPS = Literal["list", "get", "aggregate", "create", "update", "transition", "delete", "adjust", "append", "remove"]
+OPS = Literal[
+    "list", "get", "aggregate", "compute", "create", "update", "transition", "delete", "adjust", "append", "remove"
+]
+#: The operations of simulated services (the world model's effects; ``compute``: a pure function of the arguments).
+SIMULATED_OPS = ("compute", "create", "get", "list", "update", "delete")
 COND_OPS = Literal["==", "!=", "<", "<=", ">", ">=", "in", "not_in", "present", "absent"]
 #: Fields the generated code stamps on every record by itself: both on create, ``updated_at`` on every
 #: write to the record (cascades included). Built services declare them as their ``system_fields``.
@@ -125,11 +129,33 @@ class TypeSpec(Strict):
     pattern: str | None = None
     minimum: float | None = None
     maximum: float | None = None
+    exclusive_minimum: float | None = Field(default=None, description="Simulated services only.")
     min_length: int | None = None
     max_length: int | None = None
 
 
-class FieldSpec(Strict):
+class Bounds(Strict):
+    """Simulated services only: bounds of one field or parameter that replace its type's.
+
+    A numeric bound given replaces the type's on that side, ``null`` removes it (a price with no
+    upper bound); ``const`` fixes the value (a flag that is always true); the ``*_items`` bounds
+    apply to a ``list`` field."""
+
+    minimum: int | float | None = None
+    maximum: int | float | None = None
+    min_length: int | None = Field(default=None, ge=0)
+    max_length: int | None = Field(default=None, ge=0)
+    const: Any = None
+    min_items: int | None = Field(default=None, ge=0)
+    max_items: int | None = Field(default=None, ge=0)
+    unique_items: bool = False
+
+    def bounds(self) -> dict[str, Any]:
+        """The bounds this field or parameter sets (``None``: a bound it removes)."""
+        return {k: getattr(self, k) for k in Bounds.model_fields if k in self.model_fields_set}
+
+
+class FieldSpec(Bounds):
     type: str
     description: str | None = None
     list: bool = False
@@ -162,6 +188,16 @@ class EntitySpec(Strict):
     fields: dict[str, FieldSpec]
     lifecycle: Lifecycle | None = None
     seed: EntitySeed = Field(default_factory=EntitySeed)
+    id_field: str | None = Field(
+        default=None, description="Simulated services only (and required there): the field holding the record's id."
+    )
+
+
+class ShapeSpec(Strict):
+    """Simulated services only: a record nested in a result (``shape:<name>``), e.g. one flight offer."""
+
+    description: str = ""
+    fields: dict[str, FieldSpec] = Field(min_length=1)
 
 
 class Condition(Strict):
@@ -179,7 +215,7 @@ class Guard(Strict):
     message: str = Field(min_length=3)
 
 
-class ParamSpec(Strict):
+class ParamSpec(Bounds):
     type: str
     description: str = Field(min_length=3)
     optional: bool = False
@@ -225,7 +261,7 @@ class Rule(Strict):
 class ToolSpec(Strict):
     name: str = Field(pattern=NAME)
     op: OPS
-    entity: str
+    entity: str = ""  # none for ``compute``
     description: str = Field(min_length=3)
     fields: list[str] | None = None
     filters: list[str] = Field(default_factory=list)
@@ -243,6 +279,9 @@ class ToolSpec(Strict):
     cascade: list[Cascade] = Field(default_factory=list)
     guards: list[Guard] = Field(default_factory=list)
     effects: list[Effect] = Field(default_factory=list)
+    returns: dict[str, FieldSpec] | None = Field(
+        default=None, description="Simulated services only: the result of a compute, list or delete tool."
+    )
 
     @property
     def kind(self) -> Literal["read", "write"]:
@@ -255,9 +294,11 @@ class ServiceSpec(Strict):
     category: str = Field(min_length=2)
     description: str = Field(min_length=10)
     modelled_on: str = ""
+    simulated: bool = Field(default=False, description="No offline implementation: the world model serves it.")
     rules: list[str | Rule] = Field(default_factory=list)
     types: dict[str, TypeSpec] = Field(default_factory=dict)
-    entities: dict[str, EntitySpec] = Field(min_length=1)
+    entities: dict[str, EntitySpec] = Field(default_factory=dict)
+    shapes: dict[str, ShapeSpec] = Field(default_factory=dict)
     tools: list[ToolSpec] = Field(min_length=1)
 
     @model_validator(mode="after")
@@ -272,11 +313,17 @@ class ServiceSpec(Strict):
     # -- lookups used by every consumer of a spec --------------------------------------------
 
     def field_type(self, type_name: str) -> tuple[str, str, TypeSpec | None]:
-        """``(kind, semantic name, local type)`` with kind ``shared``, ``local`` or ``ref``."""
+        """``(kind, semantic name, local type)`` with kind ``shared``, ``local``, ``ref``, ``foreign``
+        (another service's type: a simulated service declares a copy under its full name) or
+        ``shape`` (a nested record of a simulated service's result; the name is the shape's)."""
         if type_name.startswith("ref:"):
             return "ref", f"{self.name}.{type_name[4:]}_id", None
+        if type_name.startswith("shape:"):
+            return "shape", type_name[6:], None
         if type_name.startswith(f"{self.name}."):
             return "local", type_name, self.types.get(type_name.split(".", 1)[1])
+        if "." in type_name:
+            return "foreign", type_name, self.types.get(type_name)
         return "shared", type_name, None
 
     def enum_of(self, type_name: str) -> list[str] | None:
@@ -318,8 +365,9 @@ def spec_problems(spec: ServiceSpec) -> list[str]:
     """Everything wrong with a spec, each naming the entity, field or tool."""
     # The checks live beside the models and import them: imported here, when first needed.
     from servers.construction.consistency import catalog_problems
+    from servers.construction.simspec import simulated_problems
 
-    return catalog_problems(spec)
+    return simulated_problems(spec) if spec.simulated else catalog_problems(spec)
 
 
 def load_spec(path: str | Path) -> ServiceSpec:

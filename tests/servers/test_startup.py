@@ -174,6 +174,6 @@ def test_lazy_root_behaves_like_the_eager_one() -> None:
 
 def test_cli_spec_directory_is_the_world_models() -> None:
     from worldmodel import cli
-    from worldmodel.spec import SPECS_DIR
+    from worldmodel.catalog import SPECS_DIR
 
     assert cli.SPECS_DIR == SPECS_DIR

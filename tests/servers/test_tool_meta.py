@@ -24,17 +24,18 @@ from servers.cli import app
 from servers.construction.spec import load_spec as load_catalog_spec
 from servers.framework import Service, ServiceState, Tool
 from servers.registry import load_services
+from worldmodel.catalog import simulated_specs
 from worldmodel.engine import build_service
 from worldmodel.fromspec import simulated_spec
 from worldmodel.rules import RulesBackend
-from worldmodel.spec import SPECS_DIR, ServiceSpec, load_specs
+from worldmodel.spec import SimSpec
 
 TESTS = Path(__file__).parents[1]
 NATIVE_NAMES = [m.name for m in pkgutil.iter_modules(servers.native.__path__) if not m.name.startswith("_")]
 NATIVE = load_services(NATIVE_NAMES)
-SIM_SPECS: list[ServiceSpec] = [
-    *load_specs(SPECS_DIR),
-    *load_specs(TESTS / "worldmodel" / "specs"),
+SIM_SPECS: list[SimSpec] = [
+    *simulated_specs(),
+    *simulated_specs(TESTS / "worldmodel" / "specs"),
     simulated_spec(load_catalog_spec(TESTS / "servers" / "specs" / "booklog.json")),
 ]
 SIMULATED = {spec.name: (spec, build_service(spec, RulesBackend())) for spec in SIM_SPECS}
@@ -65,7 +66,7 @@ def _is_field(model: type[BaseModel] | None, path: str) -> bool:
     return bool(nested) and _is_field(nested[0], rest)
 
 
-def _sim_record_fields(spec: ServiceSpec, collection: str) -> set[str]:
+def _sim_record_fields(spec: SimSpec, collection: str) -> set[str]:
     """What a simulated record holds: what the spec's tools store into it or show of it."""
     fields: set[str] = set()
     for tool in spec.tools:

@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 
 from servers.conformance import check_service
+from servers.construction.spec import ServiceSpec, load_catalog, load_spec
 from servers.population import Population
 from servers.types import SEMANTIC_KEY
-from worldmodel.catalog import simulated_services
+from worldmodel.catalog import SPECS_DIR, simulated_services
 from worldmodel.rules import Synthesizer, from_pattern
-from worldmodel.spec import SPECS_DIR, ServiceSpec, load_spec, load_specs
 
 SERVICES = simulated_services(routed=False)  # the routed catalog ones are covered by test_fromspec
 WORLD = Population.generate(0)
@@ -35,11 +35,11 @@ LOOKS_LIKE: dict[str, Callable[[Any], bool]] = {
 }
 
 
-def test_catalog_has_at_least_ten_services_of_three_to_ten_tools() -> None:
-    specs = load_specs()
-    assert len(specs) >= 10
+def test_catalog_has_at_least_ten_simulated_services_of_three_to_ten_tools() -> None:
+    specs = load_catalog(SPECS_DIR)
+    assert len(specs) >= 10 and all(s.simulated for s in specs)
     assert all(3 <= len(s.tools) <= 10 for s in specs), [(s.name, len(s.tools)) for s in specs]
-    assert any(t.effect.op == "create" for s in specs for t in s.tools)
+    assert any(t.op == "create" for s in specs for t in s.tools)
 
 
 @pytest.mark.parametrize("service", SERVICES, ids=lambda s: s.name)
@@ -85,36 +85,31 @@ def test_rules_outputs_look_like_their_semantic_types(service: Any) -> None:
 
 
 def test_invalid_specs_are_rejected_with_the_tool_and_field(tmp_path: Path) -> None:
-    spec = json.loads(next(SPECS_DIR.glob("*.json")).read_text())
+    spec = json.loads((SPECS_DIR / "flights.json").read_text())
     tool = spec["tools"][0]
-    first = next(iter(tool["input_schema"]["properties"]))
-    del tool["input_schema"]["properties"][first][SEMANTIC_KEY]
+    first = next(iter(tool["params"]))
+    tool["params"][first]["type"] = "flights.nonsense"
     path = tmp_path / "bad.json"
     path.write_text(json.dumps(spec))
-    with pytest.raises(ValueError, match=rf"{tool['name']}: input_schema {first} has no x-semantic-type"):
+    with pytest.raises(ValueError, match=rf"tool '{tool['name']}' param '{first}': local type 'flights.nonsense'"):
         load_spec(path)
 
 
-def test_effects_must_name_known_collections() -> None:
-    with pytest.raises(ValueError, match="unknown collection 'ghosts'"):
+def test_simulated_tools_must_name_known_entities() -> None:
+    with pytest.raises(ValueError, match=r"names a known entity.*got 'ghost'"):
         ServiceSpec.model_validate(
             {
                 "name": "haunted",
-                "category": "x",
-                "description": "x",
+                "category": "test",
+                "description": "A haunted house.",
+                "simulated": True,
                 "tools": [
                     {
                         "name": "get_ghost",
-                        "kind": "read",
-                        "description": "x",
-                        "input_schema": {
-                            "type": "object",
-                            "properties": {
-                                "ghost_id": {"type": "string", "description": "x", SEMANTIC_KEY: "haunted.ghost_id"}
-                            },
-                        },
-                        "output_schema": {"type": "object", "properties": {}},
-                        "effect": {"op": "get", "collection": "ghosts", "key": "ghost_id"},
+                        "op": "get",
+                        "entity": "ghost",
+                        "description": "One ghost.",
+                        "params": {"ghost_id": {"type": "haunted.ghost_id", "description": "Id of the ghost."}},
                     }
                 ],
             }

@@ -13,17 +13,17 @@ from hypothesis import HealthCheck, given, settings
 from servers.conformance import valid_inputs
 from servers.population import Population
 from servers.values import state_values
-from worldmodel.catalog import SimulatedWorld
+from worldmodel.catalog import SimulatedWorld, simulated_specs
 from worldmodel.engine import build_service
 from worldmodel.plausibility import Violation, check
 from worldmodel.rules import RulesBackend, Synthesizer
-from worldmodel.spec import ServiceSpec, ToolSpec, load_specs
+from worldmodel.spec import SimSpec, SimTool
 
 NOW = dt.datetime(2026, 3, 2, 9, 0, tzinfo=dt.UTC)
-SPECS = {s.name: s for s in load_specs()}
+SPECS = {s.name: s for s in simulated_specs()}
 
 
-def _tool(service: str, name: str) -> ToolSpec:
+def _tool(service: str, name: str) -> SimTool:
     return next(t for t in SPECS[service].tools if t.name == name)
 
 
@@ -188,7 +188,7 @@ def test_what_the_caller_gave_is_not_judged() -> None:
 PAIRS = (("origin", "destination"), ("base_currency", "quote_currency"), ("from_currency", "to_currency"))
 
 
-def _variants(tool: ToolSpec, synthesizer: Synthesizer, rng: random.Random) -> list[dict[str, Any]]:
+def _variants(tool: SimTool, synthesizer: Synthesizer, rng: random.Random) -> list[dict[str, Any]]:
     """Arguments drawn from the world: every field, only the required ones, and equal pairs."""
     full = synthesizer.record(tool.input_schema, rng)
     required = {k: v for k, v in full.items() if k in tool.input_schema.get("required", [])}
@@ -199,7 +199,7 @@ def _variants(tool: ToolSpec, synthesizer: Synthesizer, rng: random.Random) -> l
     return [full, required, same, synthesizer.record(tool.input_schema, rng)]
 
 
-def _call(world: SimulatedWorld, spec: ServiceSpec, tool: ToolSpec, args: dict[str, Any], now: dt.datetime) -> Any:
+def _call(world: SimulatedWorld, spec: SimSpec, tool: SimTool, args: dict[str, Any], now: dt.datetime) -> Any:
     envelope = world.call(f"{spec.name}__{tool.name}", args)
     if not envelope["success"]:
         assert envelope["error"]["code"] in (400, 404), (tool.name, args, envelope)
@@ -245,7 +245,7 @@ def test_every_simulated_tool_is_plausible_for_conformance_arguments(name: str) 
         run(given(strategy)(_caller(world, spec, tool, now)))()
 
 
-def _caller(world: SimulatedWorld, spec: ServiceSpec, tool: ToolSpec, now: dt.datetime) -> Any:
+def _caller(world: SimulatedWorld, spec: SimSpec, tool: SimTool, now: dt.datetime) -> Any:
     def example(args: dict[str, Any]) -> None:
         _call(world, spec, tool, args, now)
 

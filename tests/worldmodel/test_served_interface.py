@@ -4,8 +4,10 @@
 former spec format: every tool's name, kind, description, input and output schema (as served, in
 the response envelope) and metadata, and a fixed script of calls (arguments drawn once, creates
 first, ids threaded) with the hash of every answer and of the final states, world seed 0. The
-specs in the catalog format must reproduce both exactly. A deliberate change of a served schema or
-of the rules backend changes the fixture with it.
+specs in the catalog format reproduce both exactly, with one deliberate addition: the fields of
+stored records name their business role (``x-role``), as every catalog record field of an
+ambiguous type must (spec lint). A deliberate change of a served schema or of the rules backend
+changes the fixture with it.
 """
 
 from __future__ import annotations
@@ -16,11 +18,37 @@ from typing import Any
 
 import pytest
 
+from servers.construction.spec import load_catalog
+from servers.roles import ROLE_KEY
 from servers.state import stable_hash
-from worldmodel.catalog import simulated_services
+from worldmodel.catalog import SPECS_DIR, simulated_services
 
 BEFORE = json.loads((Path(__file__).parent / "served_before_unification.json").read_text())
 SERVICES = {s.name: s for s in simulated_services(routed=False)}
+SPECS = {s.name: s for s in load_catalog(SPECS_DIR)}
+
+
+def _added_roles(before: Any, now: Any, path: str, found: dict[str, str]) -> Any:
+    """``now`` without the ``x-role`` keys that ``before`` lacks, collected into ``found`` by path."""
+    if not isinstance(now, dict) or not isinstance(before, dict):
+        return now
+    out = {}
+    for key, value in now.items():
+        if key == ROLE_KEY and key not in before:
+            found[path] = value
+            continue
+        out[key] = _added_roles(before.get(key), value, f"{path}/{key}", found)
+    return out
+
+
+def _orders(schema: Any, path: str = "") -> list[tuple[str, list[str]]]:
+    """Property names in order, of every object in the schema (the rules backend draws values in it)."""
+    if not isinstance(schema, dict):
+        return []
+    found = [(path, list(schema["properties"]))] if isinstance(schema.get("properties"), dict) else []
+    for key, value in schema.items():
+        found += _orders(value, f"{path}/{key}") if isinstance(value, dict) else []
+    return found
 
 
 def test_the_same_services_are_served() -> None:
@@ -37,21 +65,26 @@ def test_every_tool_serves_the_same_interface(name: str) -> None:
         before["description"],
     )
     assert list(service.tools) == list(before["tools"])
+    record_roles = {(f, s.role) for e in SPECS[name].entities.values() for f, s in e.fields.items() if s.role}
     for tool_name, was in before["tools"].items():
         tool = service.tools[tool_name]
         assert tool.meta is not None
+        added: dict[str, str] = {}
         now: dict[str, Any] = {
             "kind": tool.kind,
             "description": tool.description,
             "input_schema": tool.input_schema,
-            "output_schema": tool.output_schema,
+            "output_schema": _added_roles(was["output_schema"], tool.output_schema, "", added),
             "meta": tool.meta.to_json(),
         }
         for key in was:
             assert now[key] == was[key], f"{name}.{tool_name}: {key} differs"
-        # property order matters too: the rules backend draws values in that order
-        assert json.dumps(now["output_schema"]) == json.dumps(was["output_schema"]), f"{name}.{tool_name}: order"
-        assert list(tool.input_schema["properties"]) == list(was["input_schema"]["properties"])
+        for schema in ("input_schema", "output_schema"):
+            assert _orders(now[schema]) == _orders(was[schema]), f"{name}.{tool_name}: {schema} order"
+        # the one addition: roles of stored records' fields, as the spec declares them
+        assert {(path.split("/")[-1], role) for path, role in added.items()} <= record_roles, added
+        if tool.meta.op in ("create", "get", "update", "list"):
+            assert {f for f, _ in record_roles} <= {path.split("/")[-1] for path in added} | {"created_at"}
 
 
 def test_a_scripted_sequence_of_calls_ends_in_the_same_state() -> None:
