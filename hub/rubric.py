@@ -187,7 +187,15 @@ def _same(actual: Any, expected: Any, casefold: bool, version: int = RUBRIC_VERS
 
 def _includes(actual: Any, items: list[Any], casefold: bool) -> bool:
     have = actual if isinstance(actual, list) else [actual]
-    return all(any(_scalar_same(a, item, casefold) for a in have) for item in items)
+    return all(any(_item_same(a, item, casefold) for a in have) for item in items)
+
+
+def _item_same(have: Any, item: Any, casefold: bool) -> bool:
+    """A list item matches a value; an item that is a sub-record (an event's attendee) matches a
+    scalar one of its fields equals (the attendee's email)."""
+    if isinstance(have, dict) and not isinstance(item, dict):
+        return any(_scalar_same(v, item, casefold) for v in have.values() if not isinstance(v, dict | list))
+    return _scalar_same(have, item, casefold)
 
 
 def _contains(actual: Any, text: str) -> bool:

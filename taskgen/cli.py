@@ -99,6 +99,34 @@ def generate_cmd(
     )
 
 
+@app.command("patterns")
+def patterns_cmd(
+    attempts: Annotated[int, typer.Option("-n", help="Attempts per pattern.")] = 20,
+    seed: Annotated[int, typer.Option(help="World seed.")] = 0,
+    only: Annotated[str | None, typer.Option("--only", help="Comma-separated pattern ids.")] = None,
+    show: Annotated[int, typer.Option("--show", help="Print this many generated instructions per pattern.")] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Check every workflow pattern: how often it becomes a verified task, why it fails, where it lands."""
+    from taskgen.patterns_check import check_patterns
+
+    wanted = _services(only)
+    report = check_patterns(attempts, seed, wanted)
+    if as_json:
+        print(json.dumps(report, indent=2, sort_keys=True))
+        return
+    table = Table(title=f"patterns (seed {seed}, {attempts} attempts each)")
+    for column in ("pattern", "kept", "services seen", "rejections"):
+        table.add_column(column)
+    for row in report["patterns"]:
+        table.add_row(row["id"], f"{row['kept']}/{row['attempts']}", ", ".join(row["services"]),
+                      json.dumps(row["rejections"]))  # fmt: skip
+    console.print(table)
+    for row in report["patterns"]:
+        for text in row["examples"][:show]:
+            console.print(f"[bold]{row['id']}[/bold]: {text}\n")
+
+
 @app.command("stats")
 def stats_cmd(
     file: Annotated[Path, typer.Argument(help="A tasks JSONL file.")],

@@ -156,14 +156,23 @@ def _same_set(have: list[Any], want: list[Any]) -> bool:
     return all(h in want for h in have) and all(w in have for w in want)
 
 
-def _effect_criteria(
+def _in_records(value: Any, items: list[Any]) -> bool:
+    return any(isinstance(i, dict) and value in i.values() for i in items)
+
+
+def effect_criteria(
     step: StepInfo,
     changes: list[Change],
     final: dict[str, Any],
     mentions: dict[tuple[int, str], Carried],
     system: frozenset[str],
+    checked: set[str] | None = None,
 ) -> list[dict[str, Any]]:
+    """What a write step's changes must look like in the final world. With ``checked`` (the
+    arguments the instruction asks for), a new record is matched on those alone and an updated
+    one ignores the fields that an argument nobody asked about set."""
     service = step.entry.service
+    unasked = set(step.given) - checked if checked is not None else set()
     touched: dict[tuple[str, str], list[Change]] = {}
     expanded: list[Change] = []
     for change in changes:
@@ -209,12 +218,16 @@ def _effect_criteria(
             for name, value in step.resolved.items():
                 if name in free or name not in after or name in system:
                     continue
+                if checked is not None and name not in checked:
+                    continue
                 have = after[name]
                 if isinstance(value, list):
                     if value and isinstance(have, list) and _same_set(have, value):
                         match[name] = value
                     elif value and isinstance(have, list) and all(v in have for v in value):
                         includes[name] = value  # the service adds items of its own (a sender…)
+                    elif value and isinstance(have, list) and all(_in_records(v, have) for v in value):
+                        includes[name] = value  # sub-records holding the values (an event's attendees)
                 elif isinstance(value, str | int | float | bool):
                     if have == value and isinstance(have, bool) == isinstance(value, bool):
                         match[name] = value
@@ -232,7 +245,7 @@ def _effect_criteria(
             match[key] = record_id
             for change in record_changes:
                 field = (_split(change.path) or ("", "", []))[2][:1]
-                if field and field[0] not in system:
+                if field and field[0] not in system and field[0] not in unasked:
                     value = after.get(field[0])
                     if isinstance(value, str | int | float | bool) or (
                         isinstance(value, list) and all(isinstance(v, str | int | float) for v in value)
@@ -282,7 +295,7 @@ def compose(
     for step in steps:
         if step.entry.kind == "write" and step.changes:
             ignored = frozenset(system.get(step.entry.service, ()))
-            criteria.extend(_effect_criteria(step, step.changes, final, mentions, ignored))
+            criteria.extend(effect_criteria(step, step.changes, final, mentions, ignored))
     expected_report: dict[str, Any] = {}
     chosen = _report_choice(walk, system, rng)
     if chosen is not None:
@@ -347,7 +360,7 @@ def compose(
     return task, oracle
 
 
-def _report_key(entity: str, field: str) -> str:
+def report_key(entity: str, field: str) -> str:
     """The key the instruction names for a reported value: ``invoice_number``, ``trip_distance``."""
     words = normal_key(entity).split("_")
     key = normal_key(field)
@@ -383,7 +396,7 @@ def _report_choice(walk: Walk, system: dict[str, list[str]], rng: random.Random)
     if not candidates:
         return None
     chosen = rng.choice(candidates)
-    return chosen, _report_key(steps[chosen.step].entity or steps[chosen.step].entry.service, chosen.field)
+    return chosen, report_key(steps[chosen.step].entity or steps[chosen.step].entry.service, chosen.field)
 
 
 def _policy(

@@ -5,7 +5,10 @@
    criteria pass trivially for it: they act as penalties, not points).
 3. ``necessary``: removing any single write step of the oracle plan fails at least one criterion.
 4. ``leak``: no carried or reported value appears in the instruction.
-5. ``adversary:<name>``: no built-in adversary (:mod:`taskgen.adversaries`: spam or vandalism
+5. ``ambiguous``: every record the instruction names (``meta["references"]``: the trigger, a
+   project a task is filed under) is named by a value exactly one seeded record of its service
+   holds, so a careful agent never has to guess which one is meant.
+6. ``adversary:<name>``: no built-in adversary (:mod:`taskgen.adversaries`: spam or vandalism
    after the oracle, shotgun writes, creating or destroying everything, report guessing) earns
    reward. Run only when the other gates pass (it costs the most).
 
@@ -30,7 +33,7 @@ from taskgen.oracle import continue_plan, run_plan
 from taskgen.task import Task
 from taskgen.walk import Walker, walker_for
 
-GATES = ("oracle", "null", "necessary", "leak", "adversary")
+GATES = ("oracle", "null", "necessary", "leak", "ambiguous", "adversary")
 
 STATE_CRITERIA = (RecordCriterion, UnchangedCriterion, ServiceUntouchedCriterion)
 """Criteria that read nothing but the initial and final state of their own ``service``."""
@@ -83,6 +86,8 @@ def check_gates(hub: Hub, task: Task, walker: Walker | None = None, adversaries:
         leftover.close()
     if leaks(task):
         failed.append("leak")
+    if ambiguous(task, walker or walker_for(hub, task.seed)):
+        failed.append("ambiguous")
     try:
         if adversaries and not failed:
             panel = Panel(walker or walker_for(hub, task.seed), task)
@@ -91,6 +96,15 @@ def check_gates(hub: Hub, task: Task, walker: Walker | None = None, adversaries:
     finally:
         final.close()
     return failed
+
+
+def ambiguous(task: Task, walker: Walker) -> list[str]:
+    """The references of ``task`` that do not name exactly one seeded record of their service."""
+    return [
+        str(ref["value"])
+        for ref in task.meta.get("references", [])
+        if walker.anchor_counts(str(ref["service"]))[str(ref["value"])] != 1
+    ]
 
 
 def _before(hub: Hub, task: Task, index: int, start: World) -> Any:

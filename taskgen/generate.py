@@ -9,15 +9,18 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from hub.core import Hub
 from hub.registry import native_entry
 from taskgen.adversaries import prepare as prepare_panel
 from taskgen.compose import compose
 from taskgen.gates import check_gates
+from taskgen.pattern import load_patterns
+from taskgen.story import compose_flow
 from taskgen.task import Task
 from taskgen.walk import Walker, WalkError, walker_for
+from taskgen.workflow import Workflows, instantiate
 
 
 def default_hub(services: Iterable[str] | None = None, worldmodel: bool = True) -> Hub:
@@ -50,6 +53,12 @@ class Generation:
     attempts: int = 0
 
 
+Source = Literal["walks", "patterns"]
+SOURCES: tuple[str, ...] = ("patterns", "walks")
+DISTRACTORS = 10
+"""Services mounted beside a pattern task's own, none of which it needs (as in the published tasks)."""
+
+
 def attempt(
     hub: Hub,
     walker: Walker,
@@ -59,8 +68,14 @@ def attempt(
     min_length: int = 3,
     max_length: int = 8,
     policy_rate: float = 0.45,
+    source: Source = "walks",
 ) -> Task | list[str]:
-    """Walk number ``index`` of the run: a verified task, or the reasons it was rejected."""
+    """Attempt number ``index`` of the run: a verified task, or the reasons it was rejected.
+
+    ``patterns``: a business workflow pattern instantiated over the hub (:mod:`taskgen.workflow`);
+    ``walks``: a random walk over the typed dependency graph (:mod:`taskgen.walk`)."""
+    if source == "patterns":
+        return attempt_pattern(hub, walker, seed, index, min_services)
     rng = random.Random(f"taskgen:{seed}:{index}")
     try:
         walk = walker.walk(rng, rng.randint(min_length, max_length))
@@ -79,6 +94,29 @@ def attempt(
     return [f"gate:{gate}" for gate in check_gates(hub, task, walker)] or task
 
 
+def attempt_pattern(hub: Hub, walker: Walker, seed: int, index: int, min_services: int = 2) -> Task | list[str]:
+    """A task from a workflow pattern (chosen by the attempt's own random stream)."""
+    rng = random.Random(f"taskgen:patterns:{seed}:{index}")
+    patterns = load_patterns()
+    pattern = rng.choice(patterns)
+    workflows = hub.derived.get(("workflows", seed))
+    if workflows is None:
+        workflows = hub.derived[("workflows", seed)] = Workflows(hub, walker)
+    try:
+        flow = instantiate(workflows, pattern, rng)
+    except WalkError as exc:
+        return [exc.reason.split(":")[0]]
+    try:
+        if len(flow.services) < min_services:
+            return ["too_few_services"]
+        others = sorted(set(hub.registry.services) - set(flow.services))
+        distractors = sorted(rng.sample(others, min(len(others), DISTRACTORS)))
+        task = compose_flow(flow, f"p{seed}-{index:05d}", seed, rng, distractors)
+    finally:
+        flow.world.close()
+    return [f"gate:{gate}" for gate in check_gates(hub, task, walker)] or task
+
+
 def generate(
     n: int,
     seed: int = 0,
@@ -89,6 +127,7 @@ def generate(
     policy_rate: float = 0.45,
     on_task: Callable[[Task], None] | None = None,
     max_attempts: int | None = None,
+    source: Source = "walks",
 ) -> Generation:
     """``n`` verified tasks; the same arguments give the same tasks, byte for byte."""
     hub = hub or default_hub()
@@ -97,7 +136,7 @@ def generate(
     limit = max_attempts or n * 30
     with _frozen_heap():
         while len(out.tasks) < n and out.attempts < limit:
-            result = attempt(hub, walker, seed, out.attempts, min_services, min_length, max_length, policy_rate)
+            result = attempt(hub, walker, seed, out.attempts, min_services, min_length, max_length, policy_rate, source)
             out.attempts += 1
             if isinstance(result, list):
                 out.rejections.update(result)
@@ -154,10 +193,10 @@ def _init_worker(hub: Hub | None, services: list[str] | None, worldmodel: bool, 
     gc.set_threshold(max(gc.get_threshold()[0], GC_THRESHOLD), *gc.get_threshold()[1:])
 
 
-def _work(indices: list[int], min_services: int) -> list[tuple[int, str | list[str]]]:
+def _work(indices: list[int], min_services: int, source: Source = "walks") -> list[tuple[int, str | list[str]]]:
     out: list[tuple[int, str | list[str]]] = []
     for index in indices:
-        result = attempt(_WORKER["hub"], _WORKER["walker"], _WORKER["seed"], index, min_services)
+        result = attempt(_WORKER["hub"], _WORKER["walker"], _WORKER["seed"], index, min_services, source=source)
         out.append((index, result if isinstance(result, list) else result.model_dump_json()))
     return out
 
@@ -172,6 +211,7 @@ def generate_parallel(
     chunk: int = 8,
     on_progress: Callable[[int], None] | None = None,
     hub: Hub | None = None,
+    source: Source = "walks",
 ) -> Generation:
     """Like :func:`generate` on ``workers`` processes, with the same result: attempts are numbered,
     every number's outcome depends only on the seed, and tasks are kept in attempt order.
@@ -203,7 +243,7 @@ def generate_parallel(
 
         def submit() -> None:
             nonlocal next_index
-            pending.add(pool.submit(_work, list(range(next_index, next_index + chunk)), min_services))
+            pending.add(pool.submit(_work, list(range(next_index, next_index + chunk)), min_services, source))
             next_index += chunk
 
         for _ in range(workers * 2):
@@ -247,9 +287,20 @@ def stats(tasks: list[Task], rejections: dict[str, int] | None = None) -> dict[s
         items = list(values)
         return float(statistics.median(items)) if items else 0.0
 
+    share = _share(tasks)
+    rules: list[dict[str, Any]] = [t.meta["rule"] for t in tasks if t.meta.get("rule")]
     return {
         "n_tasks": len(tasks),
         "median_services": median(len(t.services) for t in tasks),
+        "median_written_services": median(len(_written(t)) for t in tasks),
+        "median_distractors": median(len(t.distractor_services) for t in tasks),
+        "median_oracle_calls": median(len(t.plan) for t in tasks),
+        "rule_share": share(lambda t: bool(t.meta.get("rule"))),
+        "rule_branch_share": share(lambda t: bool((t.meta.get("rule") or {}).get("held"))),
+        "rule_branch_share_of_rules": round(sum(bool(r.get("held")) for r in rules) / len(rules), 4) if rules else 0.0,
+        "trap_share": share(lambda t: bool(t.meta.get("traps"))),
+        "report_kinds": dict(sorted(Counter(_report_kind(t) for t in tasks if t.expected_report).items())),
+        "patterns_used": len({t.meta["pattern"] for t in tasks if t.meta.get("pattern")}),
         "median_transfers": median(len(t.transfers) for t in tasks),
         "median_length": median(len(t.plan) for t in tasks),
         "median_criteria": median(len(t.rubric.criteria) for t in tasks),
@@ -259,3 +310,26 @@ def stats(tasks: list[Task], rejections: dict[str, int] | None = None) -> dict[s
         "services_used": len({s for t in tasks for s in t.services}),
         "gate_rejections": dict(sorted((rejections or {}).items())),
     }
+
+
+def _share(tasks: list[Task]) -> Callable[[Callable[[Task], bool]], float]:
+    def share(test: Callable[[Task], bool]) -> float:
+        return round(sum(1 for t in tasks if test(t)) / len(tasks), 4) if tasks else 0.0
+
+    return share
+
+
+def _written(task: Task) -> set[str]:
+    known = task.meta.get("written_services")
+    if known is not None:
+        return set(known)
+    return {
+        s
+        for s in task.services
+        if any(c.service == s for c in task.rubric.criteria if not c.negative and hasattr(c, "service"))
+    }
+
+
+def _report_kind(task: Task) -> str:
+    key = next(iter(task.expected_report))
+    return key.rsplit("_", 1)[-1]

@@ -157,13 +157,13 @@ def humanize(name: str) -> str:
     return re.sub(r"_+", " ", name).strip()
 
 
-def _resolve(schema: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
+def resolve_schema(schema: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
     """Like :func:`servers.types.resolve_ref`, also taking the non-null branch of an optional."""
     if "$ref" in schema:
         return resolve_ref(schema, defs)
     for branch in schema.get("anyOf", []):
         if branch.get("type") != "null":
-            return _resolve(branch, defs)
+            return resolve_schema(branch, defs)
     return schema
 
 
@@ -193,7 +193,7 @@ def is_listing(entry: ToolEntry) -> bool:
     if entry.meta is None:
         # Fallback for a tool without metadata (external MCP): a read whose data is an array.
         schema = dict(entry.output_schema or {})
-        data = _resolve(schema.get("properties", {}).get("data", {}), schema.get("$defs", {}))
+        data = resolve_schema(schema.get("properties", {}).get("data", {}), schema.get("$defs", {}))
         return entry.kind == "read" and data.get("type") == "array"
     return entry.meta.op in LISTING_OPS
 
@@ -232,10 +232,10 @@ def records_of(
     model's name (an invoice's ``lines``: ``line item``), else by the tool's entity."""
     out_schema = dict(entry.output_schema or {})
     defs = out_schema.get("$defs", {})
-    schema = _resolve(out_schema.get("properties", {}).get("data", {}), defs)
+    schema = resolve_schema(out_schema.get("properties", {}).get("data", {}), defs)
     entity = entity_of(entry)
     if isinstance(data, list):
-        items = _resolve(schema.get("items", {}), defs)
+        items = resolve_schema(schema.get("items", {}), defs)
         return [(f"data.{i}", r, items, entity) for i, r in enumerate(data) if isinstance(r, dict)]
     if not isinstance(data, dict):
         return []
@@ -243,7 +243,7 @@ def records_of(
     arrays = [k for k, v in data.items() if isinstance(v, list) and v and isinstance(v[0], dict) and k in props]
     if arrays:
         key = "items" if "items" in arrays else arrays[0]
-        items = _resolve(_resolve(props[key], defs).get("items", {}), defs)
+        items = resolve_schema(resolve_schema(props[key], defs).get("items", {}), defs)
         if key != "items" and (entry.meta is None or key != entry.meta.collection):
             entity = (collections or {}).get(key) or _titled(items) or entity
         return [(f"data.{key}.{i}", r, items, entity) for i, r in enumerate(data[key]) if isinstance(r, dict)]
@@ -315,14 +315,14 @@ class Walker:
     def _param_schema(entry: ToolEntry, name: str) -> tuple[bool, dict[str, Any]]:
         prop = entry.input_schema.get("properties", {}).get(name, {})
         defs = entry.input_schema.get("$defs", {})
-        resolved = _resolve(dict(prop), defs)
+        resolved = resolve_schema(dict(prop), defs)
         return resolved.get("type") == "array", resolved
 
     def _fillable(self, entry: ToolEntry, name: str, kind: str) -> bool:
-        prop = _resolve(
+        prop = resolve_schema(
             dict(entry.input_schema.get("properties", {}).get(name, {})), entry.input_schema.get("$defs", {})
         )
-        item = _resolve(prop.get("items", {}), {}) if prop.get("type") == "array" else prop
+        item = resolve_schema(prop.get("items", {}), {}) if prop.get("type") == "array" else prop
         return "enum" in item or kind in FREE_TEXT or kind in GIVEN_TYPES or kind in LITERAL_TYPES
 
     def prepare(self) -> Walker:
@@ -411,7 +411,7 @@ class Walker:
         if "enum" in prop:
             return rng.choice(prop["enum"])
         if prop.get("type") == "array":
-            item = _resolve(prop.get("items", {}), {})
+            item = resolve_schema(prop.get("items", {}), {})
             value = self._literal_scalar(entry, kind, item, rng, pool)
             return None if value is None else [value]
         return self._literal_scalar(entry, kind, prop, rng, pool)

@@ -1,0 +1,175 @@
+"""Business workflow patterns: the situations a business reacts to, and how it reacts, as data.
+
+One JSON file per area in ``taskgen/workflows/`` holds a list of patterns. A pattern names no
+service: its trigger and reactions are *entity kinds* (``deal``, ``invoice``, ``message``) and
+tool *ops* (:class:`servers.tooling.ToolMeta`), and values travel between them by *business role*
+(:mod:`servers.roles`), so one pattern instantiates over every service that has the entity kinds
+and roles. Shape::
+
+    {"id": "deal_won_kickoff", "category": "sales",
+     "personas": ["Priya Raman, sales operations lead"],
+     "trigger": {"entity": ["deal"], "state": ["won"],
+                 "situation": ["We just closed the {entity} '{anchor}'."]},
+     "reactions": [
+       {"id": "tell_contact", "op": ["send"], "entity": ["message"],
+        "links": {"recipient": "trigger.contact"}, "mention": "trigger",
+        "ask": ["Email the customer's contact person to thank them and confirm next steps."]},
+       {"id": "kickoff", "op": ["create"], "entity": ["event", "appointment"],
+        "links": {"guest": "trigger.contact"}, "when": 7, "minutes": 30,
+        "ask": ["Put a {minutes}-minute kickoff call with that contact on the calendar for {when}."]}],
+     "rules": [
+       {"id": "big_deal", "source": "trigger.value", "op": ">", "skip": "kickoff",
+        "instead": {...a reaction...},
+        "text": ["Deals above {threshold} get a call from the owner instead: ..."]}]}
+
+**Trigger**: a seeded record of one of ``entity`` whose lifecycle (any enum field) is in one of
+``state`` (any state when empty); the instruction names it by its title or name (``{anchor}``).
+
+**Reactions**, in order: a write whose tool declares one of ``op`` on one of ``entity``, in another
+service than the trigger's (unless ``same_service``). Each parameter is filled so that the rubric
+checks only what the instruction asks for:
+
+- a parameter whose role (its own ``x-role``, else the role of the record field of the same name)
+  is a key of ``links`` carries the value of the source's field with the role named there
+  (``<reaction id or trigger>.<role>``), of the same semantic type: checked;
+- an id of a record of the reaction's service is found by a lookup (a listing of that entity,
+  searched for a linked value: the customer's name finds the customer record), else the
+  reaction names a record by its title (``{container}`` in ``ask``): checked;
+- ``when`` (days from today) fills the date or start time, ``minutes`` the end after it: checked;
+  free text mentions the ``mention`` step's record name (checked for message bodies);
+- anything else keeps a plausible value the agent may choose differently: not checked.
+
+``optional`` reactions are dropped when no service offers them. **Rules** compare a source value
+with a threshold drawn near the seeded values (so it goes either way): when it holds, the reaction
+``skip`` names is not done and ``instead`` (if any) is done in its place; the rubric checks the
+branch taken. ``{threshold}`` in the text is the threshold, written as a person would.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from servers.roles import ROLES
+from servers.tooling import WRITE_OPS
+
+PATTERNS_DIR = Path(__file__).parent / "workflows"
+ID = r"^[a-z][a-z0-9_]{1,60}$"
+SOURCE = r"^[a-z][a-z0-9_]*\.[a-z_]+(:[a-z_]+)?$"
+KNOWN_ROLES = frozenset(r for roles in ROLES.values() for r in roles)
+SLOTS = frozenset({"anchor", "entity", "when", "minutes", "container", "threshold", "persona"})
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+def _slots(texts: list[str]) -> set[str]:
+    return {m for t in texts for m in re.findall(r"{(\w+)}", t)}
+
+
+class Trigger(Strict):
+    entity: list[str] = Field(min_length=1)
+    state: list[str] = Field(default_factory=list)
+    situation: list[str] = Field(min_length=1, description="Phrasings; {anchor} names the record, {entity} its kind.")
+
+
+class Reaction(Strict):
+    id: str = Field(pattern=ID)
+    op: list[str] = Field(min_length=1)
+    entity: list[str] = Field(min_length=1)
+    links: dict[str, str] = Field(
+        default_factory=dict, description="Target role -> '<step>.<source role>[:<semantic type>]'; all must link."
+    )
+    within: list[str] = Field(
+        default_factory=list, description="Entity kinds of a record the new one may be filed under, named by title."
+    )
+    to: list[str] = Field(default_factory=list, description="Target states of a transition (any of).")
+    when: int | None = Field(default=None, ge=-60, le=120, description="Days from today for the date or start.")
+    minutes: int | None = Field(default=None, ge=5, le=480, description="Length: the end is this long after the start.")
+    mention: str | None = Field(default=None, description="Step whose record name the free text mentions.")
+    same_service: bool = False
+    optional: bool = False
+    ask: list[str] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _valid(self) -> Reaction:
+        unknown = [op for op in self.op if op not in WRITE_OPS]
+        if unknown:
+            raise ValueError(f"reaction {self.id!r}: {unknown} are not write ops ({', '.join(WRITE_OPS)})")
+        for target, source in self.links.items():
+            if target not in KNOWN_ROLES:
+                raise ValueError(f"reaction {self.id!r}: link target {target!r} is not a role")
+            if not re.match(SOURCE, source) or source.split(".", 1)[1].split(":")[0] not in KNOWN_ROLES:
+                raise ValueError(f"reaction {self.id!r}: link source {source!r} is not '<step>.<role>'")
+        bad = _slots(self.ask) - SLOTS
+        if bad:
+            raise ValueError(f"reaction {self.id!r}: unknown slots {sorted(bad)} in ask (known: {sorted(SLOTS)})")
+        if "{when}" in "".join(self.ask) and self.when is None:
+            raise ValueError(f"reaction {self.id!r}: ask says {{when}} but 'when' is not set")
+        if self.mention and not all(re.search(r"mention|about|regarding|refer|\{anchor\}", a) for a in self.ask):
+            raise ValueError(f"reaction {self.id!r}: every ask must say what the text is about (it is checked)")
+        return self
+
+
+class Rule(Strict):
+    id: str = Field(pattern=ID)
+    source: str = Field(pattern=SOURCE, description="'<step>.<role>' of a number (an amount) the rule compares.")
+    op: Literal[">", "<"]
+    skip: str = Field(description="The reaction not done when the rule holds.")
+    instead: Reaction | None = None
+    text: list[str] = Field(min_length=1, description="Phrasings; {threshold} is the threshold.")
+
+
+class Pattern(Strict):
+    id: str = Field(pattern=ID)
+    category: str
+    personas: list[str] = Field(min_length=1)
+    trigger: Trigger
+    reactions: list[Reaction] = Field(min_length=2)
+    rules: list[Rule] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Pattern:
+        ids = ["trigger", *(r.id for r in self.reactions)]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"pattern {self.id!r}: reaction ids repeat")
+        seen = {"trigger"}
+        for reaction in self.reactions:
+            for source in reaction.links.values():
+                if source.split(".")[0] not in seen:
+                    raise ValueError(f"pattern {self.id!r}: {reaction.id!r} links from {source!r}, not an earlier step")
+            if reaction.mention and reaction.mention not in seen:
+                raise ValueError(f"pattern {self.id!r}: {reaction.id!r} mentions {reaction.mention!r}, not earlier")
+            seen.add(reaction.id)
+        for rule in self.rules:
+            if rule.skip not in ids[1:]:
+                raise ValueError(f"pattern {self.id!r}: rule {rule.id!r} skips unknown reaction {rule.skip!r}")
+            if rule.source.split(".")[0] not in ids:
+                raise ValueError(f"pattern {self.id!r}: rule {rule.id!r} reads unknown step {rule.source!r}")
+        return self
+
+
+class PatternFile(Strict):
+    patterns: list[Pattern] = Field(min_length=1)
+
+
+@lru_cache(maxsize=8)
+def load_patterns(directory: Path = PATTERNS_DIR) -> tuple[Pattern, ...]:
+    """Every pattern of every ``*.json`` file in ``directory``; errors name the file and pattern."""
+    found: list[Pattern] = []
+    for path in sorted(directory.glob("*.json")):
+        try:
+            found.extend(PatternFile.model_validate(json.loads(path.read_text())).patterns)
+        except ValueError as exc:
+            raise ValueError(f"{path}: {exc}") from exc
+    ids = [p.id for p in found]
+    dup = sorted({i for i in ids if ids.count(i) > 1})
+    if dup:
+        raise ValueError(f"pattern ids defined twice: {dup}")
+    return tuple(found)

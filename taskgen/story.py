@@ -1,0 +1,210 @@
+"""From an executed workflow (:mod:`taskgen.workflow`) to a task a person would write.
+
+The instruction is written as a request: who is asking and today's date, the situation (the
+trigger record, named by its title), the outcomes wanted in business words (the pattern's
+phrasings, with the dates and records it names), the house rule and the report wanted. It never
+names a service, a tool or a field, and never dictates values: the agent decides where each
+outcome is done and finds what it needs. The rubric checks exactly what is asked: the arguments
+each step marks as asked for (:attr:`taskgen.workflow.Flow.checked`), the branch a rule sends the
+workflow down (what the rule forbids is collateral damage), and the report.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from hub.collateral import allowances, units
+from hub.rubric import RUBRIC_VERSION, Rubric
+from taskgen.compose import effect_criteria, report_key
+from taskgen.graph import field_types
+from taskgen.task import PlanStep, Task, Transfer, leaves
+from taskgen.walk import humanize, walker_for
+from taskgen.workflow import Done, Flow, spoken_amount
+
+INTRO = (
+    "I'm {persona}. Today is {today}.",
+    "{persona} here; it's {today}.",
+    "This is {persona} (today is {today}).",
+)
+OPENERS = ("", "Please ", "Could you ")
+THEN = ("Then", "After that,", "Next,", "Also,")
+RULE = ("House rule: {text}", "Keep to our policy: {text}", "One rule applies: {text}")
+REPORT = (
+    "When you're done, tell me the {field} of the new {entity} (report it as `{key}`).",
+    "Finish by telling me the {field} the new {entity} got, as `{key}`.",
+    "Reply with `{key}`: the {field} of the {entity} you created.",
+)
+ASSIGNED = frozenset({"reference_code", "money_amount", "count", "quantity", "percentage", "date"})
+"""Types of values a service assigns or computes that someone would ask for (not people, not stamps)."""
+STEPWISE = "Here's what needs to happen; later steps depend on earlier ones:"
+
+
+def compose_flow(flow: Flow, task_id: str, seed: int, rng: random.Random, distractors: list[str]) -> Task:
+    """The task of an executed workflow: plan, rubric, report, rule, instruction."""
+    steps = flow.steps
+    services = flow.services
+    mounted = sorted({*services, *distractors})
+    world = flow.world
+    initial, final = world.initial_states(mounted), world.states(mounted)
+    registry = world.hub.registry
+    system = {
+        name: sorted(registry.services[name].native.system_fields)  # type: ignore[union-attr]
+        for name in mounted
+        if registry.services[name].native is not None
+    }
+    criteria: list[dict[str, Any]] = []
+    for step in steps:
+        if step.entry.kind == "write" and step.changes:
+            ignored = frozenset(system.get(step.entry.service, ()))
+            checked = flow.checked.get(step.index, set())
+            criteria.extend(effect_criteria(step, step.changes, final, flow.mentions, ignored, checked))
+    report = _report(flow, system, rng)
+    expected_report: dict[str, Any] = {}
+    if report is not None:
+        key, value, words, entity = report
+        expected_report[key] = value
+        criteria.append(
+            {
+                "kind": "report",
+                "field": key,
+                "value": value,
+                "description": f"The report gives the {words} of the {entity}",
+            }
+        )
+    negatives: list[dict[str, Any]] = [
+        {
+            "kind": "collateral",
+            "negative": True,
+            "allowed": [u.model_dump() for u in allowances(units(initial, final, system))],
+            "ignore": system,
+            "description": "Nothing changed that the request does not ask for",
+        }
+    ]
+    for number, criterion in enumerate(criteria, 1):
+        criterion["id"] = f"c{number}"
+    for number, criterion in enumerate(negatives, 1):
+        criterion["id"] = f"n{number}"
+    rubric = Rubric.model_validate({"version": RUBRIC_VERSION, "criteria": criteria + negatives})
+    instruction = tell(flow, report, rng)
+    carried = {c.value for s in steps for c in s.carried.values()}
+    transfers = [
+        Transfer(type=c.type, from_step=c.step, to_step=s.index, from_service=c.service,
+                 to_service=s.entry.service, argument=arg)
+        for s in steps for arg, c in s.carried.items() if c.service != s.entry.service and c.step >= 0
+    ]  # fmt: skip
+    branch = flow.branch
+    policies = [branch.text] if branch is not None else []
+    return Task(
+        id=task_id,
+        seed=seed,
+        instruction=instruction,
+        services=services,
+        distractor_services=distractors,
+        plan=[PlanStep(tool=s.entry.qualified, arguments=s.arguments) for s in steps],
+        rubric=rubric,
+        expected_report=expected_report,
+        policies=policies,
+        transfers=transfers,
+        meta={
+            "pattern": flow.pattern.id,
+            "category": flow.pattern.category,
+            "walk": [s.entry.qualified for s in steps],
+            "n_steps": len(steps),
+            "n_writes": sum(1 for s in steps if s.entry.kind == "write"),
+            "written_services": sorted({s.entry.service for s in steps if s.entry.kind == "write"}),
+            "capabilities": sorted({s.entry.kind for s in steps}),
+            "domain": sorted({registry.services[n].category for n in services}),
+            "carried_values": sorted({str(v) for v in carried}),
+            "given_values": sorted({str(v) for v in flow.given if v is not None}),
+            "references": [{"service": s, "value": v} for s, v in flow.references],
+            "rule": {"id": branch.rule.id, "held": branch.held, "threshold": branch.threshold} if branch else None,
+        },
+    )
+
+
+Report = tuple[str, Any, str, str]
+"""A report asked for: key, expected value, the field in words, the entity in words."""
+
+
+def _report(flow: Flow, system: dict[str, list[str]], rng: random.Random) -> Report | None:
+    """A value the agent can only learn by doing the work: a field of a record a write made that
+    the service itself decided (a number it assigned, a total it computed), with its key."""
+    given = {repr(v) for s in flow.steps for v in leaves(s.resolved)} | {repr(v) for v in flow.given}
+    options = []
+    for done in flow.done:
+        record = done.record
+        entry = flow.steps[record.step].entry if record is not None else None
+        if record is None or entry is None or entry.meta is None or entry.meta.op not in ("create", "send"):
+            continue  # a value of a record the task made, not of one it changed
+        seeded = walker_for(flow.world.hub, flow.world.seed or 0).seeded_sets(record.service)
+        props = record.schema.get("properties", {})
+        for name, value in record.record.items():
+            if name == "id" or name in system.get(record.service, ()) or isinstance(value, bool | list | dict):
+                continue
+            kinds = field_types(props.get(name) or {})
+            if len(kinds) != 1 or next(iter(kinds)) not in ASSIGNED:
+                continue
+            if value in (None, "", 0, 1, 100) or repr(value) in given or (isinstance(value, str) and len(value) < 3):
+                continue
+            if seeded and value in seeded.get(next(iter(kinds)), ()):
+                continue
+            options.append((record, name, value))
+    if not options:
+        return None
+    record, name, value = rng.choice(options)
+    return report_key(record.entity, name), value, humanize(name), record.entity
+
+
+def _ask(done: Done, flow: Flow, rng: random.Random) -> str:
+    slots = {
+        "anchor": flow.trigger.anchor or "",
+        "entity": flow.trigger.entity,
+        "minutes": str(done.reaction.minutes or ""),
+        "container": done.slots.get("container", "the right one"),
+        "when": done.slots.get("when", ""),
+        "threshold": "",
+        "persona": "",
+    }
+    text = rng.choice(done.reaction.ask).format(**slots)
+    if "container" in done.slots and "{container}" not in " ".join(done.reaction.ask):
+        text = text.rstrip(".") + f" (under {done.slots['container']})."
+    return text
+
+
+def tell(flow: Flow, report: Report | None, rng: random.Random) -> str:
+    """The request, as the pattern's persona would write it."""
+    pattern = flow.pattern
+    parts = [rng.choice(INTRO).format(persona=rng.choice(pattern.personas), today=flow.today)]
+    parts.append(rng.choice(pattern.trigger.situation).format(anchor=flow.trigger.anchor, entity=flow.trigger.entity))
+    asks = []
+    skipped = flow.skipped
+    branch = flow.branch
+    for reaction in pattern.reactions:
+        if branch is not None and branch.held and reaction.id == branch.rule.skip:
+            if skipped is not None:
+                asks.append(_ask(skipped, flow, rng))
+            continue
+        done = next((d for d in flow.done if d.reaction is reaction), None)
+        if done is not None:
+            asks.append(_ask(done, flow, rng))
+    if rng.random() < 0.35:
+        parts.append(STEPWISE)
+        parts.extend(f"{i}. {a}" for i, a in enumerate(asks, 1))
+    else:
+        sentences = [rng.choice(OPENERS) + _lower_first(asks[0]) if asks else ""]
+        for ask in asks[1:]:
+            sentences.append(f"{rng.choice(THEN)} {_lower_first(ask)}")
+        parts.append(" ".join(s[0].upper() + s[1:] for s in sentences if s))
+    if branch is not None:
+        amount = spoken_amount(branch.threshold) + (f" {branch.unit}" if branch.unit else "")
+        branch.text = rng.choice(branch.rule.text).format(threshold=amount)
+        parts.append(rng.choice(RULE).format(text=branch.text))
+    if report is not None:
+        key, _, field, entity = report
+        parts.append(rng.choice(REPORT).format(field=field, entity=entity, key=key))
+    return "\n".join(parts) if parts[2:3] == [STEPWISE] else " ".join(parts)
+
+
+def _lower_first(text: str) -> str:
+    return text[:1].lower() + text[1:] if text[:2] != text[:2].upper() else text

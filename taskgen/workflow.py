@@ -1,0 +1,707 @@
+"""Instantiating a business workflow pattern (:mod:`taskgen.pattern`) in a seeded world.
+
+Like a walk (:mod:`taskgen.walk`), a workflow is executed while it is built, in a scratch world of
+the task's seed, and every call it keeps becomes a step of the oracle plan; a write it drops is
+undone exactly. What differs is what chooses the calls: the pattern's trigger picks a seeded
+record in the state the situation describes (a deal won), and each reaction picks a write of the
+declared op on the declared entity kind in some service, filling its parameters *by role* from
+the records seen so far. A parameter that needs a record of the reaction's own service (the
+customer an invoice is for) is found by a lookup (that service's listing, searched for the linked
+value), which is one more step of the plan and nothing the instruction spells out.
+
+Each step records which of its arguments the task asks for (``checked``): linked values, ids found
+from them, stated dates and named records. The rubric checks those and nothing else, so an agent
+free to word a title or pick a priority is not penalised for it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+from hub.core import Hub
+from hub.registry import ToolEntry
+from hub.world import World
+from servers.roles import ROLE_KEY, SYSTEM
+from servers.state import diff
+from servers.types import SEMANTIC_KEY
+from taskgen.graph import field_types, param_types
+from taskgen.pattern import Pattern, Reaction, Rule
+from taskgen.task import resolve
+from taskgen.walk import (
+    FREE_TEXT,
+    Carried,
+    StepInfo,
+    Walker,
+    WalkError,
+    anchor_of,
+    collection_entities,
+    humanize,
+    meaningful,
+    records_of,
+    resolve_schema,
+    same_state,
+)
+
+TEXT_TYPES = FREE_TEXT | {"tag"}
+QUERY_TYPES = ("search_query",)
+PAGE_LIMIT = ("page_limit",)
+
+
+@dataclass
+class Located:
+    """A record a step produced or found: where it is in the step's envelope, and what it holds."""
+
+    step: int
+    path: str
+    record: dict[str, Any]
+    schema: dict[str, Any]
+    entity: str
+    service: str
+    anchor: str | None = None
+
+    def fields(self, role: str, kind: str | None = None) -> list[tuple[str, Any, str]]:
+        """(field, value, semantic type) of the fields declaring ``role`` (of type ``kind``)."""
+        out = []
+        props = self.schema.get("properties", {})
+        for name, value in self.record.items():
+            raw = props.get(name) or {}
+            # the role sits beside an optional's anyOf, or inside the one branch it resolves to
+            declared = raw.get(ROLE_KEY) or resolve_schema(dict(raw), {}).get(ROLE_KEY)
+            if declared != role or value in (None, "", []):
+                continue
+            types = field_types(props.get(name) or {})
+            if len(types) != 1 or (kind is not None and kind not in types):
+                continue
+            if isinstance(value, list):
+                value = value[0] if value and isinstance(value[0], str | int | float) else None
+            if isinstance(value, bool) or not isinstance(value, str | int | float):
+                continue
+            out.append((name, value, next(iter(types))))
+        return out
+
+
+@dataclass
+class Done:
+    """A reaction carried out: its steps (lookups first, the write last) and what it asked for."""
+
+    reaction: Reaction
+    steps: list[int]
+    record: Located | None
+    service: str
+    slots: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Branch:
+    """A rule of the task: its threshold, and whether it held (and so changed the workflow)."""
+
+    rule: Rule
+    threshold: float
+    value: float
+    held: bool
+    text: str = ""
+    unit: str = ""  # the currency the compared amount is in, when its record says
+
+
+@dataclass
+class Flow:
+    """An executed workflow: the steps, the trigger, the reactions done, the rule, the world."""
+
+    pattern: Pattern
+    steps: list[StepInfo]
+    trigger: Located
+    done: list[Done]
+    world: World
+    checked: dict[int, set[str]] = field(default_factory=dict)
+    mentions: dict[tuple[int, str], Carried] = field(default_factory=dict)
+    references: list[tuple[str, str]] = field(default_factory=list)  # (service, value) the instruction names
+    given: list[Any] = field(default_factory=list)  # values the instruction states
+    branch: Branch | None = None
+    mounted_extra: list[str] = field(default_factory=list)  # services of skipped reactions
+    today: str = ""  # the world's date, as the instruction says it
+    skipped: Done | None = None  # the reaction a rule held against, as it would have been done
+
+    @property
+    def services(self) -> list[str]:
+        return list(dict.fromkeys([self.trigger.service, *(d.service for d in self.done), *self.mounted_extra]))
+
+
+def _own_role(prop: dict[str, Any], defs: dict[str, Any]) -> str | None:
+    """A record field's role; for a list of sub-records (an event's attendees), the role of the
+    one sub-field that has one (the attendee's email: ``guest``)."""
+    resolved = resolve_schema(dict(prop), defs)
+    if prop.get(ROLE_KEY) or resolved.get(ROLE_KEY):
+        return str(prop.get(ROLE_KEY) or resolved[ROLE_KEY])
+    items = resolve_schema(dict(resolved.get("items") or {}), defs) if resolved.get("type") == "array" else {}
+    if items.get(ROLE_KEY):
+        return str(items[ROLE_KEY])
+    inner = {resolve_schema(dict(p), defs).get(ROLE_KEY) for p in items.get("properties", {}).values()} - {None}
+    return str(next(iter(inner))) if len(inner) == 1 else None
+
+
+def record_schema(entry: ToolEntry) -> dict[str, Any]:
+    """The schema of one record a tool returns (its data, the items of a listing)."""
+    out = dict(entry.output_schema or {})
+    defs = out.get("$defs", {})
+    data = resolve_schema(out.get("properties", {}).get("data", {}), defs)
+    if data.get("type") == "array":
+        return resolve_schema(data.get("items", {}), defs)
+    props = data.get("properties", {})
+    if "items" in props:
+        items = resolve_schema(props["items"], defs)
+        if items.get("type") == "array":
+            return resolve_schema(items.get("items", {}), defs)
+    return data
+
+
+class Workflows:
+    """Instantiates patterns over one hub for one seed (cached indexes of its tools)."""
+
+    def __init__(self, hub: Hub, walker: Walker) -> None:
+        self.hub, self.walker = hub, walker
+        self.writes: dict[tuple[str, str], list[ToolEntry]] = {}  # (op, entity) -> tools
+        self.listings: dict[tuple[str, str], list[ToolEntry]] = {}  # (service, entity) -> listing tools
+        self.id_entity: dict[str, tuple[str, str]] = {}  # id type -> (service, entity)
+        self.field_roles: dict[tuple[str, str], dict[str, str]] = {}  # (service, entity) -> field -> role
+        for entry in hub.registry.tools.values():
+            meta = entry.meta
+            if meta is None or not meta.entity:
+                continue
+            if entry.kind == "write":
+                self.writes.setdefault((meta.op, meta.entity), []).append(entry)
+            elif meta.op in ("list", "search"):
+                self.listings.setdefault((entry.service, meta.entity), []).append(entry)
+            schema = record_schema(entry)
+            props = schema.get("properties", {})
+            roles = self.field_roles.setdefault((entry.service, meta.entity), {})
+            for name, prop in props.items():
+                role = _own_role(prop, schema.get("$defs", {}) or (entry.output_schema or {}).get("$defs", {}))
+                if role:
+                    roles.setdefault(name, role)
+            ident = resolve_schema(dict(props.get("id") or {}), {}).get(SEMANTIC_KEY)
+            if isinstance(ident, str) and meta.op in ("get", "list", "create"):
+                self.id_entity.setdefault(ident, (entry.service, meta.entity))
+        today = dt.datetime.fromisoformat(walker.clock.replace("Z", "+00:00"))
+        self.today = today
+
+    # -- running steps -----------------------------------------------------------------------
+
+    def _call(
+        self, flow: Flow, entry: ToolEntry, args: dict[str, Any], carried: dict[str, Carried], given: dict[str, Any]
+    ) -> StepInfo | None:
+        world = flow.world
+        resolved = resolve(args, [s.envelope for s in flow.steps])
+        write = entry.kind == "write" and entry.service in world.stateful_services
+        saved = world.savepoint(entry.service) if write else None
+        envelope = world.call(entry.qualified, resolved)
+        if not envelope.get("success"):
+            if saved is not None:
+                world.rollback(entry.service, saved)
+            return None
+        step = StepInfo(len(flow.steps), entry, args, resolved, envelope, given, carried, kinds=param_types(entry))
+        if saved is not None:
+            before, after = saved.snapshot(), world.slot(entry.service).snapshot()
+            changes = diff(before, after)
+            if same_state(before, after) or not meaningful(changes):
+                world.rollback(entry.service, saved)
+                return None
+            step.changes = changes
+        flow.steps.append(step)
+        return step
+
+    def _undo(self, flow: Flow, mark: int, saved: dict[str, Any]) -> None:
+        del flow.steps[mark:]
+        for name, slot in saved.items():
+            flow.world.rollback(name, slot)
+        for index in list(flow.checked):
+            if index >= mark:
+                del flow.checked[index]
+        for key in [k for k in flow.mentions if k[0] >= mark]:
+            del flow.mentions[key]
+
+    def _located(self, step: StepInfo, want: str | None = None) -> list[Located]:
+        collections = collection_entities(self.hub, step.entry.service)
+        out = []
+        for path, record, schema, entity in records_of(step.entry, step.envelope.get("data"), collections):
+            if want is not None and record.get("id") != want:
+                continue
+            out.append(Located(step.index, path, record, schema, entity, step.entry.service, anchor_of(record, schema)))
+        return out
+
+    # -- the trigger -------------------------------------------------------------------------
+
+    def trigger(self, flow: Flow, rng: random.Random) -> Located:
+        spec = flow.pattern.trigger
+        options = [(s, e) for (s, e) in self.listings if e in spec.entity]
+        rng.shuffle(options)
+        for service, entity in options[:6]:
+            for entry in self.listings[(service, entity)]:
+                args = self._page_args(entry)
+                step = self._call(flow, entry, args, {}, {})
+                if step is None:
+                    continue
+                needs = self._trigger_needs(flow.pattern)
+                found = [
+                    r
+                    for r in self._located(step)
+                    if r.anchor
+                    and self.unique(service, r.anchor)
+                    and self._in_state(r.record, spec.state)
+                    and all(r.fields(role, kind or None) for role, kind in needs)
+                ]
+                if found:
+                    chosen = rng.choice(found)
+                    chosen.entity = humanize(entity)
+                    flow.references.append((service, str(chosen.anchor)))
+                    flow.given.append(chosen.anchor)
+                    return chosen
+                del flow.steps[step.index :]
+        raise WalkError("no_trigger")
+
+    @staticmethod
+    def _trigger_needs(pattern: Pattern) -> set[tuple[str, str]]:
+        """(role, semantic type or "") of every value the pattern takes from the trigger."""
+        sources = [src for r in pattern.reactions for src in r.links.values()]
+        sources += [
+            src
+            for rule in pattern.rules
+            for src in [rule.source, *(rule.instead.links.values() if rule.instead else [])]
+        ]
+        out = set()
+        for source in sources:
+            head, _, rest = source.partition(".")
+            if head == "trigger":
+                role, _, kind = rest.partition(":")
+                out.add((role, kind))
+        return out
+
+    def unique(self, service: str, anchor: str) -> bool:
+        """Whether ``anchor`` names exactly one seeded record of ``service`` (in any text field)."""
+        if self.hub.registry.services[service].native is None:
+            return False
+        return self.walker.anchor_counts(service)[anchor] == 1
+
+    @staticmethod
+    def _in_state(record: dict[str, Any], states: list[str]) -> bool:
+        return not states or any(isinstance(v, str) and v in states for v in record.values())
+
+    @staticmethod
+    def _page_args(entry: ToolEntry) -> dict[str, Any]:
+        props = entry.input_schema.get("properties", {})
+        kinds = param_types(entry)
+        for name, kind in kinds.items():
+            if kind in PAGE_LIMIT:
+                limit = resolve_schema(dict(props.get(name) or {}), entry.input_schema.get("$defs", {}))
+                return {name: int(limit.get("maximum", 100))}
+        return {}
+
+    # -- reactions ---------------------------------------------------------------------------
+
+    def react(self, flow: Flow, reaction: Reaction, rng: random.Random, used: set[str]) -> Done | None:
+        """Carry out ``reaction`` in some service (None when no service can)."""
+        candidates = [e for op in reaction.op for ent in reaction.entity for e in self.writes.get((op, ent), [])]
+        if not reaction.same_service:
+            candidates = [e for e in candidates if e.service != flow.trigger.service and e.service not in used]
+        else:
+            candidates = [e for e in candidates if e.service == flow.trigger.service]
+        candidates = [e for e in candidates if self._feasible(flow, reaction, e)]
+        rng.shuffle(candidates)
+        for entry in candidates[:12]:
+            done = self._attempt(flow, reaction, entry, rng)
+            if done is not None:
+                return done
+        return None
+
+    def _feasible(self, flow: Flow, reaction: Reaction, entry: ToolEntry) -> bool:
+        """Whether ``entry`` could take every link and find every record it needs, judged from its
+        schema alone (what :meth:`_fill` would find out by calling lookups)."""
+        kinds = param_types(entry)
+        roles = {self._role(entry, name) for name in kinds}
+        if not set(reaction.links) <= roles:
+            return False
+        made = {flow.trigger.service} | {d.service for d in flow.done}
+        for name in entry.input_schema.get("required", []):
+            kind = kinds.get(name, "")
+            if not (kind.endswith("_id") and kind in self.id_entity):
+                continue
+            service, entity = self.id_entity[kind]
+            own = entry.meta is not None and entity == entry.meta.entity and entry.meta.op in ("create", "send")
+            if own:
+                return False  # a reply or a copy of another record of its kind, not a new one
+            if service in made or entity in reaction.within:
+                continue
+            fields = set(self.field_roles.get((service, entity), {}).values())
+            if not fields & set(reaction.links):
+                return False
+        return True
+
+    def _attempt(self, flow: Flow, reaction: Reaction, entry: ToolEntry, rng: random.Random) -> Done | None:
+        mark = len(flow.steps)
+        saved = (
+            {entry.service: flow.world.savepoint(entry.service)}
+            if entry.service in flow.world.stateful_services
+            else {}
+        )
+        filled = self._fill(flow, reaction, entry, rng)
+        if filled is None:
+            self._undo(flow, mark, saved)
+            return None
+        args, carried, given, checked, slots, mention = filled
+        step = self._call(flow, entry, args, carried, given)
+        if step is None or not self._reached(step, reaction):
+            self._undo(flow, mark, saved)
+            return None
+        flow.checked[step.index] = checked
+        if mention is not None:
+            flow.mentions[(step.index, mention[0])] = mention[1]
+        located = self._located(step)
+        record = located[0] if len(located) == 1 else None
+        if record is not None:
+            record.entity = humanize(entry.meta.entity or "") if entry.meta else record.entity
+        return Done(reaction, list(range(mark, step.index + 1)), record, entry.service, slots)
+
+    @staticmethod
+    def _reached(step: StepInfo, reaction: Reaction) -> bool:
+        """A transition reaction must move the record into one of its ``to`` states."""
+        if not reaction.to:
+            return True
+        return any(c.op == "change" and c.after in reaction.to for c in step.changes or [])
+
+    def _source(self, flow: Flow, source: str) -> Located | None:
+        head = source.split(".", 1)[0]
+        if head == "trigger":
+            return flow.trigger
+        return next((d.record for d in flow.done if d.reaction.id == head), None)
+
+    def _role(self, entry: ToolEntry, name: str) -> str | None:
+        """A parameter's role: its own ``x-role``, else that of the record field of the same name."""
+        raw = entry.input_schema.get("properties", {}).get(name) or {}
+        prop = resolve_schema(dict(raw), {})
+        items = resolve_schema(dict(prop.get("items") or {}), {}) if prop.get("type") == "array" else {}
+        own = raw.get(ROLE_KEY) or prop.get(ROLE_KEY) or items.get(ROLE_KEY)
+        if own:
+            return str(own)
+        entity = entry.meta.entity if entry.meta else None
+        return self.field_roles.get((entry.service, entity or ""), {}).get(name)
+
+    def _linked(self, flow: Flow, reaction: Reaction, role: str | None, kind: str) -> Carried | None:
+        if role is None or role not in reaction.links:
+            return None
+        source, _, wanted = reaction.links[role].partition(":")
+        if wanted and wanted != kind:
+            return None
+        located = self._source(flow, source)
+        if located is None:
+            return None
+        matches = located.fields(source.split(".", 1)[1], kind)
+        if not matches:
+            return None
+        name, value, _ = matches[0]
+        ref = f"steps.{located.step}.{located.path}.{name}"
+        if isinstance(located.record.get(name), list):
+            ref += ".0"
+        label = f"the {humanize(name)} of the {located.entity}"
+        return Carried(kind, value, located.step, ref, located.service, name, label)
+
+    def _fill(
+        self, flow: Flow, reaction: Reaction, entry: ToolEntry, rng: random.Random
+    ) -> tuple[dict[str, Any], dict[str, Carried], dict[str, Any], set[str], dict[str, str], Any] | None:
+        kinds = param_types(entry)
+        props = entry.input_schema.get("properties", {})
+        defs = entry.input_schema.get("$defs", {})
+        required = set(entry.input_schema.get("required", []))
+        args: dict[str, Any] = {}
+        carried: dict[str, Carried] = {}
+        given: dict[str, Any] = {}
+        checked: set[str] = set()
+        slots: dict[str, str] = {}
+        mention: tuple[str, Carried] | None = None
+        when = self._when(reaction)
+        linked: set[str] = set()  # roles already carried: each link fills one parameter
+        ordered = sorted(props, key=lambda n: n not in required)
+        for name in ordered:
+            kind = kinds.get(name, "")
+            prop = resolve_schema(dict(props[name]), defs)
+            listed = prop.get("type") == "array"
+            item = resolve_schema(dict(prop.get("items") or {}), defs) if listed else prop
+            role = self._role(entry, name)
+            link = self._linked(flow, reaction, role, kind) if kind and role not in linked else None
+            if link is not None and role is not None:
+                args[name] = [{"$ref": link.ref}] if listed else {"$ref": link.ref}
+                carried[name] = link
+                checked.add(name)
+                linked.add(role)
+                continue
+            if kind.endswith("_id") and kind in self.id_entity:
+                if name not in required and not self._is_trigger_id(flow, kind):
+                    continue
+                found = self._record_id(flow, reaction, entry, kind, rng, slots)
+                if found is None:
+                    return None
+                args[name], carried[name] = {"$ref": found.ref}, found
+                checked.add(name)
+                continue
+            targets = [v for v in item.get("enum", []) if v in reaction.to]
+            if targets:
+                args[name] = given[name] = targets[0]
+                checked.add(name)
+                continue
+            if kind in ("date", "date_time") and when is not None and role != SYSTEM:
+                value = self._date_value(kind, role, reaction, when)
+                if value is None:
+                    if name in required:
+                        return None
+                    continue
+                args[name] = given[name] = [value] if listed else value
+                checked.add(name)
+                slots["when"] = self._spoken(when, kind)
+                flow.given.append(value)
+                continue
+            if name not in required:
+                continue
+            if kind in TEXT_TYPES or (not kind and item.get("type") == "string" and "enum" not in item):
+                text, mentioned = self._text(flow, reaction, name, kind)
+                args[name] = given[name] = [text] if listed else text
+                if mentioned is not None and kind in ("document_text", "message_text", "note"):
+                    mention = (name, mentioned)
+                continue
+            if "enum" in item:
+                value = rng.choice(item["enum"])
+                args[name] = given[name] = [value] if listed else value
+                continue
+            value = self._plausible(entry.service, kind, item, rng)
+            if value is None:
+                return None
+            args[name] = given[name] = [value] if listed else value
+        if linked != set(reaction.links):
+            return None  # the instruction promises every link: a tool that cannot take one is not it
+        return args, carried, given, checked, slots, mention
+
+    def _is_trigger_id(self, flow: Flow, kind: str) -> bool:
+        ident = resolve_schema(dict(flow.trigger.schema.get("properties", {}).get("id") or {}), {})
+        return ident.get(SEMANTIC_KEY) == kind
+
+    def _record_id(
+        self, flow: Flow, reaction: Reaction, entry: ToolEntry, kind: str, rng: random.Random, slots: dict[str, str]
+    ) -> Carried | None:
+        """The id of the record of ``entry``'s service a parameter of type ``kind`` needs: the
+        trigger itself, a record an earlier step made there, one found by a linked value, the only
+        record of its kind, or one the instruction names by its title."""
+        service, entity = self.id_entity[kind]
+        if service != entry.service:
+            return None
+        for located in [flow.trigger, *(d.record for d in flow.done if d.record is not None)]:
+            ident = located.schema.get("properties", {}).get("id") or {}
+            if located.service == service and resolve_schema(dict(ident), {}).get(SEMANTIC_KEY) == kind:
+                ref = f"steps.{located.step}.{located.path}.id"
+                return Carried(kind, located.record["id"], located.step, ref, service, "id", f"the {entity}")
+        for listing in self.listings.get((service, entity), []):
+            found = self._lookup(flow, reaction, listing, kind)
+            if found is not None:
+                return found
+        if entity not in reaction.within:
+            return None  # acting on some record nobody named (replying to a random message): not this tool
+        return self._named(flow, service, entity, kind, rng, slots)
+
+    def _lookup(self, flow: Flow, reaction: Reaction, listing: ToolEntry, kind: str) -> Carried | None:
+        """Search ``listing`` for a value the reaction links (the customer's name finds the customer)."""
+        kinds = param_types(listing)
+        query = next((n for n, k in kinds.items() if k in QUERY_TYPES), None)
+        roles = self.field_roles.get((listing.service, (listing.meta.entity if listing.meta else None) or ""), {})
+        for target, source in reaction.links.items():
+            located = self._source(flow, source)
+            if located is None:
+                continue
+            fields = [f for f, r in roles.items() if r == target]
+            for _, value, vkind in located.fields(source.split(".", 1)[1]):
+                if not isinstance(value, str):
+                    continue
+                filters = [n for n, k in kinds.items() if k == vkind and n in fields]
+                if filters:
+                    args = {filters[0]: value}
+                elif query is not None and fields:
+                    args = {query: value}
+                else:
+                    continue
+                step = self._call(flow, listing, {**args, **self._page_args(listing)}, {}, {})
+                if step is None:
+                    continue
+                hits = [r for r in self._located(step) if any(r.record.get(f) == value for f in fields)]
+                if len(hits) == 1:
+                    hit = hits[0]
+                    ref = f"steps.{step.index}.{hit.path}.id"
+                    return Carried(kind, hit.record["id"], step.index, ref, listing.service, "id", f"the {hit.entity}")
+                del flow.steps[step.index :]
+        return None
+
+    def _named(
+        self, flow: Flow, service: str, entity: str, kind: str, rng: random.Random, slots: dict[str, str]
+    ) -> Carried | None:
+        """A seeded record the instruction names by its title (``{container}``), or the only one."""
+        for listing in self.listings.get((service, entity), []):
+            step = self._call(flow, listing, self._page_args(listing), {}, {})
+            if step is None:
+                continue
+            records = self._located(step)
+            named = [r for r in records if r.anchor and self.unique(service, r.anchor)]
+            if len(records) == 1 or named:
+                hit = records[0] if len(records) == 1 else rng.choice(named)
+                if len(records) > 1:
+                    slots["container"] = f"the {humanize(entity)} '{hit.anchor}'"
+                    flow.references.append((service, str(hit.anchor)))
+                    flow.given.append(hit.anchor)
+                ref = f"steps.{step.index}.{hit.path}.id"
+                return Carried(kind, hit.record["id"], step.index, ref, service, "id", f"the {humanize(entity)}")
+            del flow.steps[step.index :]
+        return None
+
+    def _when(self, reaction: Reaction) -> dt.datetime | None:
+        if reaction.when is None:
+            return None
+        day = self.today + dt.timedelta(days=reaction.when)
+        while day.weekday() >= 5:  # people schedule business on working days
+            day += dt.timedelta(days=1)
+        return day.replace(hour=10, minute=0, second=0, microsecond=0)
+
+    @staticmethod
+    def _date_value(kind: str, role: str | None, reaction: Reaction, when: dt.datetime) -> str | None:
+        moment = when
+        if role == "end":
+            if reaction.minutes is None:
+                return None
+            moment = when + dt.timedelta(minutes=reaction.minutes)
+        if kind == "date":
+            return moment.date().isoformat()
+        return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    @staticmethod
+    def _spoken(when: dt.datetime, kind: str) -> str:
+        day = f"{when:%A} {when.day} {when:%B %Y}"
+        return day if kind == "date" else f"{day} at {when:%H:%M} UTC"
+
+    def _text(self, flow: Flow, reaction: Reaction, name: str, kind: str) -> tuple[str, Carried | None]:
+        """Free text about the workflow: a title naming its subject, a body mentioning it."""
+        subject = self._source(flow, f"{reaction.mention}.x") if reaction.mention else flow.trigger
+        topic = (subject.anchor if subject is not None else None) or flow.trigger.anchor or flow.pattern.id
+        purpose = humanize(reaction.id).capitalize()
+        if kind in ("document_text", "message_text", "note", "payload_text"):
+            text = f"{purpose} regarding {topic}."
+            mentioned = None
+            if subject is not None and subject.anchor:
+                mentioned = Carried("title", subject.anchor, subject.step, "", subject.service, "", subject.entity)
+            return text, mentioned
+        if kind == "tag":
+            return reaction.id.replace("_", "-")[:30], None
+        return f"{purpose}: {topic}"[:120], None
+
+    def _plausible(self, service: str, kind: str, item: dict[str, Any], rng: random.Random) -> Any:
+        """A value for a required parameter nobody asked about: one the service's seeded data holds."""
+        seeded = self.walker.seeded_values(service).get(kind, [])
+        values = [v for v in seeded if isinstance(v, str | int | float) and not isinstance(v, bool)]
+        if values:
+            return rng.choice(values)
+        if item.get("type") in ("integer", "number"):
+            low = item.get("minimum", 1)
+            return max(low, 1) if item.get("type") == "integer" else float(max(low, 1))
+        return None
+
+    # -- rules -------------------------------------------------------------------------------
+
+    def branch(self, flow: Flow, rule: Rule, rng: random.Random) -> Branch | None:
+        """The rule with a threshold on the trigger's value that sends the workflow either way."""
+        located = self._source(flow, rule.source)
+        if located is None:
+            return None
+        numbers = [(n, v) for n, v, _ in located.fields(rule.source.split(".", 1)[1]) if isinstance(v, int | float)]
+        if not numbers:
+            return None
+        value = float(numbers[0][1])
+        if value <= 0:
+            return None
+        held = rng.random() < 0.5
+        factor = rng.choice((0.5, 0.6, 0.75, 0.8)) if (rule.op == ">") == held else rng.choice((1.25, 1.5, 2.0))
+        threshold = _round(value * factor)
+        if (
+            threshold <= 0
+            or threshold == value
+            or ((value > threshold) if rule.op == ">" else (value < threshold)) != held
+        ):
+            return None
+        currency = next((v for v in located.record.values() if isinstance(v, str) and _is_currency(located, v)), "")
+        return Branch(rule, threshold, value, held, unit=currency)
+
+
+def _is_currency(located: Located, value: str) -> bool:
+    props = located.schema.get("properties", {})
+    return any(
+        located.record.get(name) == value and "currency_code" in field_types(prop) for name, prop in props.items()
+    )
+
+
+def _round(value: float) -> float:
+    """A threshold as a person states it: two significant figures."""
+    if value <= 0:
+        return value
+    digits = len(str(int(value))) - 2
+    step = 10 ** max(digits, 0)
+    return float(round(value / step) * step)
+
+
+def spoken_amount(value: float) -> str:
+    return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.2f}"
+
+
+def instantiate(workflows: Workflows, pattern: Pattern, rng: random.Random) -> Flow:
+    """Run ``pattern`` once in a fresh world of the seed (raises :class:`WalkError` with a reason)."""
+    world = workflows.hub.open_world(seed=workflows.walker.seed)
+    flow = Flow(pattern, [], Located(0, "", {}, {}, "", ""), [], world)
+    today = workflows.today
+    flow.today = f"{today:%A} {today.day} {today:%B %Y}"
+    try:
+        flow.trigger = workflows.trigger(flow, rng)
+        rule = rng.choice(pattern.rules) if pattern.rules and rng.random() < 0.6 else None
+        branch = workflows.branch(flow, rule, rng) if rule is not None else None
+        flow.branch = branch
+        used: set[str] = set()
+        for reaction in pattern.reactions:
+            if branch is not None and branch.held and reaction.id == branch.rule.skip:
+                skipped = _dry_run(workflows, flow, reaction, rng, used)
+                if skipped is None:
+                    raise WalkError("rule_target_unavailable")
+                flow.mounted_extra.append(skipped.service)
+                flow.skipped = skipped
+                if branch.rule.instead is not None:
+                    done = workflows.react(flow, branch.rule.instead, rng, set())  # may use a service again
+                    if done is None:
+                        raise WalkError("rule_instead_unavailable")
+                    flow.done.append(done)
+                    used.add(done.service)
+                continue
+            done = workflows.react(flow, reaction, rng, used)
+            if done is None:
+                if reaction.optional:
+                    continue
+                raise WalkError(f"no_service:{reaction.id}")
+            flow.done.append(done)
+            used.add(done.service)
+    except Exception:
+        world.close()
+        raise
+    if len({d.service for d in flow.done}) < 2:
+        world.close()
+        raise WalkError("too_few_services")
+    return flow
+
+
+def _dry_run(workflows: Workflows, flow: Flow, reaction: Reaction, rng: random.Random, used: set[str]) -> Done | None:
+    """How ``reaction`` would be done (its service, its slots), found by doing it in a fork of the
+    world that is then thrown away: a rule says not to do it."""
+    scratch = flow.world.fork()
+    trial = Flow(flow.pattern, list(flow.steps), flow.trigger, list(flow.done), scratch, dict(flow.checked))
+    try:
+        return workflows.react(trial, reaction, rng, used)
+    finally:
+        scratch.close()
