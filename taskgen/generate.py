@@ -55,6 +55,7 @@ class Generation:
 
 Source = Literal["walks", "patterns"]
 SOURCES: tuple[str, ...] = ("patterns", "walks")
+TRIGGER_TRIES = 3
 DISTRACTORS = 10
 """Services mounted beside a pattern task's own, none of which it needs (as in the published tasks)."""
 
@@ -102,10 +103,15 @@ def attempt_pattern(hub: Hub, walker: Walker, seed: int, index: int, min_service
     workflows = hub.derived.get(("workflows", seed))
     if workflows is None:
         workflows = hub.derived[("workflows", seed)] = Workflows(hub, walker)
-    try:
-        flow = instantiate(workflows, pattern, rng)
-    except WalkError as exc:
-        return [exc.reason.split(":")[0]]
+    flow = None
+    for _ in range(TRIGGER_TRIES):  # another record in the trigger's state may suit the reactions
+        try:
+            flow = instantiate(workflows, pattern, rng)
+            break
+        except WalkError as exc:
+            reason = exc.reason.split(":")[0]
+    if flow is None:
+        return [reason]
     try:
         if len(flow.services) < min_services:
             return ["too_few_services"]

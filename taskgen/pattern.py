@@ -39,7 +39,9 @@ checks only what the instruction asks for:
   free text mentions the ``mention`` step's record name (checked for message bodies);
 - anything else keeps a plausible value the agent may choose differently: not checked.
 
-``optional`` reactions are dropped when no service offers them. **Rules** compare a source value
+``follows`` (an earlier reaction's id) acts in that reaction's service, on the record it made
+(add a line to the invoice just opened). ``optional`` reactions are dropped when no service
+offers them. **Rules** compare a source value
 with a threshold drawn near the seeded values (so it goes either way): when it holds, the reaction
 ``skip`` names is not done and ``instead`` (if any) is done in its place; the rubric checks the
 branch taken. ``{threshold}`` in the text is the threshold, written as a person would.
@@ -94,6 +96,9 @@ class Reaction(Strict):
     minutes: int | None = Field(default=None, ge=5, le=480, description="Length: the end is this long after the start.")
     mention: str | None = Field(default=None, description="Step whose record name the free text mentions.")
     same_service: bool = False
+    follows: str | None = Field(
+        default=None, description="An earlier reaction whose record (and service) this one acts on."
+    )
     optional: bool = False
     ask: list[str] = Field(min_length=1)
 
@@ -144,6 +149,10 @@ class Pattern(Strict):
             for source in reaction.links.values():
                 if source.split(".")[0] not in seen:
                     raise ValueError(f"pattern {self.id!r}: {reaction.id!r} links from {source!r}, not an earlier step")
+            if reaction.follows and reaction.follows not in seen - {"trigger"}:
+                raise ValueError(
+                    f"pattern {self.id!r}: {reaction.id!r} follows {reaction.follows!r}, not an earlier reaction"
+                )
             if reaction.mention and reaction.mention not in seen:
                 raise ValueError(f"pattern {self.id!r}: {reaction.id!r} mentions {reaction.mention!r}, not earlier")
             seen.add(reaction.id)

@@ -13,7 +13,7 @@ from collections import Counter
 from typing import Any
 
 from taskgen.gates import check_gates
-from taskgen.generate import DISTRACTORS, default_hub
+from taskgen.generate import DISTRACTORS, TRIGGER_TRIES, default_hub
 from taskgen.pattern import load_patterns
 from taskgen.story import compose_flow
 from taskgen.walk import WalkError, walker_for
@@ -34,10 +34,15 @@ def check_patterns(attempts: int = 20, seed: int = 0, only: list[str] | None = N
         kept = 0
         for index in range(attempts):
             rng = random.Random(f"patterns-check:{pattern.id}:{seed}:{index}")
-            try:
-                flow = instantiate(workflows, pattern, rng)
-            except WalkError as exc:
-                rejections[exc.reason] += 1
+            flow, reason = None, ""
+            for _ in range(TRIGGER_TRIES):
+                try:
+                    flow = instantiate(workflows, pattern, rng)
+                    break
+                except WalkError as exc:
+                    reason = exc.reason
+            if flow is None:
+                rejections[reason] += 1
                 continue
             try:
                 others = sorted(set(hub.registry.services) - set(flow.services))

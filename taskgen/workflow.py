@@ -303,7 +303,12 @@ class Workflows:
     def react(self, flow: Flow, reaction: Reaction, rng: random.Random, used: set[str]) -> Done | None:
         """Carry out ``reaction`` in some service (None when no service can)."""
         candidates = [e for op in reaction.op for ent in reaction.entity for e in self.writes.get((op, ent), [])]
-        if not reaction.same_service:
+        follows = next((d for d in flow.done if d.reaction.id == reaction.follows), None)
+        if reaction.follows:
+            if follows is None:
+                return None
+            candidates = [e for e in candidates if e.service == follows.service]
+        elif not reaction.same_service:
             candidates = [e for e in candidates if e.service != flow.trigger.service and e.service not in used]
         else:
             candidates = [e for e in candidates if e.service == flow.trigger.service]
@@ -320,6 +325,10 @@ class Workflows:
         schema alone (what :meth:`_fill` would find out by calling lookups)."""
         kinds = param_types(entry)
         roles = {self._role(entry, name) for name in kinds}
+        for name in entry.input_schema.get("required", []):
+            kind = kinds.get(name, "")
+            if kind in self.id_entity and self.id_entity[kind][0] == entry.service:
+                roles |= set(self.field_roles.get(self.id_entity[kind], {}).values())  # found by a lookup
         if not set(reaction.links) <= roles:
             return False
         made = {flow.trigger.service} | {d.service for d in flow.done}
@@ -438,7 +447,7 @@ class Workflows:
             if kind.endswith("_id") and kind in self.id_entity:
                 if name not in required and not self._is_trigger_id(flow, kind):
                     continue
-                found = self._record_id(flow, reaction, entry, kind, rng, slots)
+                found = self._record_id(flow, reaction, entry, kind, rng, slots, linked)
                 if found is None:
                     return None
                 args[name], carried[name] = {"$ref": found.ref}, found
@@ -485,7 +494,14 @@ class Workflows:
         return ident.get(SEMANTIC_KEY) == kind
 
     def _record_id(
-        self, flow: Flow, reaction: Reaction, entry: ToolEntry, kind: str, rng: random.Random, slots: dict[str, str]
+        self,
+        flow: Flow,
+        reaction: Reaction,
+        entry: ToolEntry,
+        kind: str,
+        rng: random.Random,
+        slots: dict[str, str],
+        linked: set[str],
     ) -> Carried | None:
         """The id of the record of ``entry``'s service a parameter of type ``kind`` needs: the
         trigger itself, a record an earlier step made there, one found by a linked value, the only
@@ -499,14 +515,16 @@ class Workflows:
                 ref = f"steps.{located.step}.{located.path}.id"
                 return Carried(kind, located.record["id"], located.step, ref, service, "id", f"the {entity}")
         for listing in self.listings.get((service, entity), []):
-            found = self._lookup(flow, reaction, listing, kind)
+            found = self._lookup(flow, reaction, listing, kind, linked)
             if found is not None:
                 return found
         if entity not in reaction.within:
             return None  # acting on some record nobody named (replying to a random message): not this tool
         return self._named(flow, service, entity, kind, rng, slots)
 
-    def _lookup(self, flow: Flow, reaction: Reaction, listing: ToolEntry, kind: str) -> Carried | None:
+    def _lookup(
+        self, flow: Flow, reaction: Reaction, listing: ToolEntry, kind: str, linked: set[str]
+    ) -> Carried | None:
         """Search ``listing`` for a value the reaction links (the customer's name finds the customer)."""
         kinds = param_types(listing)
         query = next((n for n, k in kinds.items() if k in QUERY_TYPES), None)
@@ -532,6 +550,7 @@ class Workflows:
                 hits = [r for r in self._located(step) if any(r.record.get(f) == value for f in fields)]
                 if len(hits) == 1:
                     hit = hits[0]
+                    linked.add(target)
                     ref = f"steps.{step.index}.{hit.path}.id"
                     return Carried(kind, hit.record["id"], step.index, ref, listing.service, "id", f"the {hit.entity}")
                 del flow.steps[step.index :]
