@@ -20,7 +20,12 @@ Checks (each problem names the check, the tool and what went wrong):
   arguments) gets a 400 envelope and leaves the state unchanged;
 - ``unknown-id``: a write given an unknown id of its own service's entities returns an error;
 - ``envelope``: every result is a valid envelope, and successful data validates against the
-  tool's output schema.
+  tool's output schema;
+- ``plausibility``: a tool that can judge its own results (:class:`JudgesResults`: the world
+  model's simulated tools, by :mod:`worldmodel.plausibility`) finds nothing implausible in what it
+  answered — to the generated inputs, and to each with the arguments of one semantic type made
+  equal (a route from a place to itself, a rate from a currency to itself), where implausible
+  answers hide.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ import json
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, Protocol, cast, runtime_checkable
 
 import jsonschema
 from hypothesis import HealthCheck, given, settings
@@ -52,6 +57,13 @@ WRONG_TYPED: dict[str, Any] = {
     "array": {"not": "a list"},
     "object": ["not", "an", "object"],
 }
+
+
+@runtime_checkable
+class JudgesResults(Protocol):
+    """A tool that can tell what is implausible in a result of its own (an empty list: nothing)."""
+
+    def implausible(self, state: Any, arguments: dict[str, Any], data: Any) -> list[str]: ...
 
 
 @dataclass(frozen=True)
@@ -150,6 +162,22 @@ def valid_inputs(tool: Tool, values: dict[str, list[Any]]) -> st.SearchStrategy[
         return args
 
     return build()
+
+
+def same_typed(tool: Tool, args: dict[str, Any]) -> dict[str, Any] | None:
+    """``args`` with every scalar argument given the value of the first earlier one of its semantic
+    type (``destination`` = ``origin``), or None when no two arguments share one."""
+    first: dict[str, str] = {}
+    out = dict(args)
+    for name, prop in tool.input_schema.get("properties", {}).items():
+        kind = semantic_of(prop)
+        if name not in args or kind is None or isinstance(args[name], dict | list):
+            continue
+        if kind in first:
+            out[name] = args[first[kind]]
+        else:
+            first[kind] = name
+    return out if out != args else None
 
 
 def _mutations(tool: Tool, args: dict[str, Any]) -> list[tuple[str, Any]]:
@@ -298,14 +326,22 @@ def _check_tool(
         if not isinstance(envelope.get("success"), bool) or errors:
             detail = errors[0].message if errors else "no boolean 'success'"
             flag("envelope", f"args {args!r}: result does not match the output schema: {detail}")
+        if envelope.get("success") is True and isinstance(tool, JudgesResults) and isinstance(args, dict):
+            wrong = tool.implausible(state, args, envelope.get("data"))
+            if wrong:
+                flag("plausibility", f"{tool.name}({args!r}) answered implausibly: {'; '.join(wrong)}")
         return envelope, changed
 
     def example(args: dict[str, Any]) -> None:
-        envelope, changed = run(args)
-        if changed and tool.kind == "read":
-            flag("read-only", f"read tool changed the state with args {args!r}")
-        if changed and not envelope.get("success"):
-            flag("atomic", f"error {envelope.get('error')} but the state changed, args {args!r}")
+        variants = [args]
+        if isinstance(tool, JudgesResults) and (degenerate := same_typed(tool, args)) is not None:
+            variants.append(degenerate)
+        for variant in variants:
+            envelope, changed = run(variant)
+            if changed and tool.kind == "read":
+                flag("read-only", f"read tool changed the state with args {variant!r}")
+            if changed and not envelope.get("success"):
+                flag("atomic", f"error {envelope.get('error')} but the state changed, args {variant!r}")
         if tool.kind != "write":
             return
         for label, bad in _mutations(tool, args):

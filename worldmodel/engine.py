@@ -34,6 +34,7 @@ from servers.framework import (
 from servers.population import Population
 from servers.state import canonical_json, stable_hash
 from servers.values import encodable
+from worldmodel.plausibility import check
 from worldmodel.spec import SimSpec, SimTool
 
 
@@ -141,9 +142,20 @@ def argument_problem(arguments: dict[str, Any]) -> str | None:
 
 
 class SpecTool(Tool):
-    """A tool defined by a spec: JSON-schema validation instead of Python annotations."""
+    """A tool defined by a spec: JSON-schema validation instead of Python annotations, and a judge of
+    its own results (:meth:`implausible`)."""
 
     input_validator: jsonschema.Draft202012Validator | None = None
+    spec: SimTool | None = None
+
+    def implausible(self, state: Any, arguments: dict[str, Any], data: Any) -> list[str]:
+        """What contradicts its arguments, the world's clock or itself in ``data``, the result of a
+        call with ``arguments`` that left ``state`` (:mod:`worldmodel.plausibility`); the conformance
+        checker asks every tool that can tell."""
+        checked = self.validate(arguments)
+        if self.spec is None or isinstance(checked, str) or not isinstance(data, dict):
+            return []
+        return [str(v) for v in check(self.spec, checked, data, state.clock)]
 
     def validate(self, arguments: dict[str, Any]) -> dict[str, Any] | str:
         assert self.input_validator is not None
@@ -378,6 +390,7 @@ def build_service(spec: SimSpec, backend: Backend) -> Service[SimState]:
             meta=spec_meta(spec, tool_spec),
         )
         tool.input_validator = _validator(tool_spec.input_schema)
+        tool.spec = tool_spec
         tool._names = frozenset(tool_spec.input_schema.get("properties", {}))
         service.tools[tool_spec.name] = tool
     return service

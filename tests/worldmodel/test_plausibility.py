@@ -1,5 +1,6 @@
 """Simulated outputs respect their arguments and the world: the checker catches each reported defect,
-and every simulated tool of every spec passes it with the rules backend."""
+every simulated tool of every spec passes it with the rules backend, and the conformance checker
+fails a simulated tool that answers implausibly."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from servers.conformance import valid_inputs
+from servers.conformance import check_service, valid_inputs
 from servers.population import Population
 from servers.values import state_values
 from worldmodel.catalog import SimulatedWorld, simulated_specs
@@ -250,3 +251,32 @@ def _caller(world: SimulatedWorld, spec: SimSpec, tool: SimTool, now: dt.datetim
         _call(world, spec, tool, args, now)
 
     return example
+
+
+# --- the conformance checker runs the checker over every simulated tool ------------------------
+
+
+class SameAddressFarAway:
+    """A backend with the reported defect: a route from an address to itself is not zero."""
+
+    name = "far"
+
+    def __init__(self) -> None:
+        self.rules = RulesBackend()
+
+    def generate(self, request: Any) -> dict[str, Any]:
+        output = self.rules.generate(request)
+        if "distance_km" in output and request.arguments.get("origin") == request.arguments.get("destination"):
+            output.update(distance_km=12.5, duration_minutes=30)
+        return output
+
+
+def test_conformance_fails_a_simulated_tool_that_answers_implausibly() -> None:
+    service = build_service(SPECS["geocoding"], SameAddressFarAway())
+    report = check_service(service, examples=4)
+    found = {(p.check, p.tool) for p in report.problems}
+    assert ("plausibility", "get_distance") in found and ("plausibility", "get_directions") in found, str(report)
+    message = next(p.message for p in report.problems if p.tool == "get_distance")
+    assert message.startswith("get_distance(") and "same-place: distance_km" in message
+    assert {p.check for p in report.problems} == {"plausibility"}
+    assert check_service(build_service(SPECS["geocoding"], RulesBackend()), examples=4).ok
