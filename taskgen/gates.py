@@ -99,12 +99,19 @@ def check_gates(hub: Hub, task: Task, walker: Walker | None = None, adversaries:
 
 
 def ambiguous(task: Task, walker: Walker) -> list[str]:
-    """The references of ``task`` that do not name exactly one seeded record of their service."""
-    return [
-        str(ref["value"])
-        for ref in task.meta.get("references", [])
-        if walker.anchor_counts(str(ref["service"]))[str(ref["value"])] != 1
-    ]
+    """The references of ``task`` that do not name exactly one seeded record of their service:
+    by its name alone, or by its name and the qualifier the instruction gives with it."""
+    out = []
+    for ref in task.meta.get("references", []):
+        service, value, qualifier = str(ref["service"]), str(ref["value"]), ref.get("qualifier")
+        if not qualifier:
+            if walker.anchor_counts(service)[value] != 1:
+                out.append(value)
+            continue
+        named = [r for r in walker.seeded_records(service) if value in (v for v in r.values() if isinstance(v, str))]
+        if sum(1 for r in named if r.get(qualifier["field"]) == qualifier["value"]) != 1:
+            out.append(f"{value} ({qualifier['field']} {qualifier['value']})")
+    return out
 
 
 def _before(hub: Hub, task: Task, index: int, start: World) -> Any:

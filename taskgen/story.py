@@ -37,6 +37,11 @@ REPORT = (
 )
 ASSIGNED = frozenset({"reference_code", "money_amount", "count", "quantity", "percentage", "date"})
 """Types of values a service assigns or computes that someone would ask for (not people, not stamps)."""
+TRAP = (
+    "Careful, there is more than one '{anchor}': I mean the one whose {field} is {value}.",
+    "(There are several records named '{anchor}'; it's the one with {field} {value}.)",
+    "Note that '{anchor}' appears more than once; use the one where the {field} is {value}.",
+)
 STEPWISE = "Here's what needs to happen; later steps depend on earlier ones:"
 
 
@@ -117,7 +122,8 @@ def compose_flow(flow: Flow, task_id: str, seed: int, rng: random.Random, distra
             "domain": sorted({registry.services[n].category for n in services}),
             "carried_values": sorted({str(v) for v in carried}),
             "given_values": sorted({str(v) for v in flow.given if v is not None}),
-            "references": [{"service": s, "value": v} for s, v in flow.references],
+            "references": flow.references,
+            "traps": [flow.trap] if flow.trap else [],
             "rule": {"id": branch.rule.id, "held": branch.held, "threshold": branch.threshold} if branch else None,
         },
     )
@@ -177,6 +183,9 @@ def tell(flow: Flow, report: Report | None, rng: random.Random) -> str:
     pattern = flow.pattern
     parts = [rng.choice(INTRO).format(persona=rng.choice(pattern.personas), today=flow.today)]
     parts.append(rng.choice(pattern.trigger.situation).format(anchor=flow.trigger.anchor, entity=flow.trigger.entity))
+    if flow.trap is not None:
+        words = humanize(str(flow.trap["field"]))
+        parts.append(rng.choice(TRAP).format(anchor=flow.trigger.anchor, field=words, value=flow.trap["value"]))
     asks = []
     skipped = flow.skipped
     branch = flow.branch

@@ -348,7 +348,7 @@ class Walker:
         found = self.cache.get(("anchor_counts", service))
         if found is None:
             found = Counter()
-            for record in self._seeded_records(service):
+            for record in self.seeded_records(service):
                 found.update({v for v in record.values() if isinstance(v, str)})
             self.cache[("anchor_counts", service)] = found
         return found
@@ -357,11 +357,11 @@ class Walker:
         """The ids of the seeded records of ``service``."""
         found = self.cache.get(("seeded_ids", service))
         if found is None:
-            found = frozenset(str(r["id"]) for r in self._seeded_records(service) if "id" in r)
+            found = frozenset(str(r["id"]) for r in self.seeded_records(service) if "id" in r)
             self.cache[("seeded_ids", service)] = found
         return found
 
-    def _seeded_records(self, service: str) -> list[dict[str, Any]]:
+    def seeded_records(self, service: str) -> list[dict[str, Any]]:
         if self.hub.registry.services[service].native is None:
             return []
         state = self.hub.seeded_slot(service, self.seed).snapshot()

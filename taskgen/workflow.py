@@ -46,6 +46,16 @@ from taskgen.walk import (
 )
 
 TEXT_TYPES = FREE_TEXT | {"tag"}
+TRAP_RATE = 0.5
+"""Share of triggers taken from a name several seeded records share (when the pattern allows one)."""
+ENUM: frozenset[str] = frozenset()
+QUALIFIER_TYPES: tuple[frozenset[str], ...] = (
+    frozenset({"company_name", "person_name"}),
+    frozenset({"city", "email_address"}),
+    ENUM,
+    frozenset({"date"}),
+)
+"""What a person tells namesakes apart by, in the order they would reach for it."""
 QUERY_TYPES = ("search_query",)
 PAGE_LIMIT = ("page_limit",)
 
@@ -117,7 +127,8 @@ class Flow:
     world: World
     checked: dict[int, set[str]] = field(default_factory=dict)
     mentions: dict[tuple[int, str], Carried] = field(default_factory=dict)
-    references: list[tuple[str, str]] = field(default_factory=list)  # (service, value) the instruction names
+    references: list[dict[str, Any]] = field(default_factory=list)  # records the instruction names (ambiguity gate)
+    trap: dict[str, Any] | None = None  # the near-duplicate the trigger is told apart from
     given: list[Any] = field(default_factory=list)  # values the instruction states
     branch: Branch | None = None
     mounted_extra: list[str] = field(default_factory=list)  # services of skipped reactions
@@ -244,21 +255,28 @@ class Workflows:
                 if step is None:
                     continue
                 needs = self._trigger_needs(flow.pattern)
-                found = [
+                eligible = [
                     r
                     for r in self._located(step)
                     if r.anchor
-                    and self.unique(service, r.anchor)
                     and self._in_state(r.record, spec.state)
                     and all(r.fields(role, kind or None) for role, kind in needs)
                 ]
-                if found:
-                    chosen = rng.choice(found)
-                    chosen.entity = humanize(entity)
-                    flow.references.append((service, str(chosen.anchor)))
-                    flow.given.append(chosen.anchor)
-                    return chosen
-                del flow.steps[step.index :]
+                found = [r for r in eligible if r.anchor and self.unique(service, r.anchor)]
+                trapped = [(r, q) for r in eligible if r not in found for q in [self.qualifier(service, r)] if q]
+                if trapped and (not found or rng.random() < TRAP_RATE):
+                    chosen, qualifier = rng.choice(trapped)
+                    flow.trap = {"kind": "near_duplicate", **qualifier}
+                    flow.given.append(qualifier["value"])
+                elif found:
+                    chosen, qualifier = rng.choice(found), None
+                else:
+                    del flow.steps[step.index :]
+                    continue
+                chosen.entity = humanize(entity)
+                flow.references.append({"service": service, "value": str(chosen.anchor), "qualifier": qualifier})
+                flow.given.append(chosen.anchor)
+                return chosen
         raise WalkError("no_trigger")
 
     @staticmethod
@@ -277,6 +295,34 @@ class Workflows:
                 role, _, kind = rest.partition(":")
                 out.add((role, kind))
         return out
+
+    def qualifier(self, service: str, record: Located) -> dict[str, Any] | None:
+        """What tells ``record`` apart from the other seeded records sharing its name (a stale
+        copy, a namesake): a field whose value none of them has, as a person would say it
+        (the company, the person, the status, the date), or None."""
+        anchor = record.anchor
+        if anchor is None or self.hub.registry.services[service].native is None:
+            return None
+        others = [
+            r
+            for r in self.walker.seeded_records(service)
+            if r.get("id") != record.record.get("id") and anchor in (v for v in r.values() if isinstance(v, str))
+        ]
+        if not others or record.record.get("id") not in self.walker.seeded_ids(service):
+            return None
+        props = record.schema.get("properties", {})
+        for kinds in QUALIFIER_TYPES:
+            for name, value in record.record.items():
+                if not isinstance(value, str) or value == anchor or not value or name == "id":
+                    continue
+                prop = resolve_schema(dict(props.get(name) or {}), {})
+                if not (field_types(props.get(name) or {}) & kinds or (kinds == ENUM and "enum" in prop)):
+                    continue
+                if prop.get(ROLE_KEY) == SYSTEM or (props.get(name) or {}).get(ROLE_KEY) == SYSTEM:
+                    continue
+                if all(other.get(name) != value for other in others):
+                    return {"field": name, "value": value}
+        return None
 
     def unique(self, service: str, anchor: str) -> bool:
         """Whether ``anchor`` names exactly one seeded record of ``service`` (in any text field)."""
@@ -570,7 +616,7 @@ class Workflows:
                 hit = records[0] if len(records) == 1 else rng.choice(named)
                 if len(records) > 1:
                     slots["container"] = f"the {humanize(entity)} '{hit.anchor}'"
-                    flow.references.append((service, str(hit.anchor)))
+                    flow.references.append({"service": service, "value": str(hit.anchor), "qualifier": None})
                     flow.given.append(hit.anchor)
                 ref = f"steps.{step.index}.{hit.path}.id"
                 return Carried(kind, hit.record["id"], step.index, ref, service, "id", f"the {humanize(entity)}")
