@@ -47,6 +47,8 @@ from taskgen.walk import (
 
 TEXT_TYPES = FREE_TEXT | {"tag"}
 TRAP_RATE = 0.5
+RULE_RATE = 0.7
+"""Share of tasks of a pattern with rules that state one (it holds in half of them)."""
 """Share of triggers taken from a name several seeded records share (when the pattern allows one)."""
 ENUM: frozenset[str] = frozenset()
 QUALIFIER_TYPES: tuple[frozenset[str], ...] = (
@@ -675,7 +677,7 @@ class Workflows:
 
     # -- rules -------------------------------------------------------------------------------
 
-    def branch(self, flow: Flow, rule: Rule, rng: random.Random) -> Branch | None:
+    def branch(self, flow: Flow, rule: Rule, rng: random.Random, held: bool | None = None) -> Branch | None:
         """The rule with a threshold on the trigger's value that sends the workflow either way."""
         located = self._source(flow, rule.source)
         if located is None:
@@ -686,7 +688,8 @@ class Workflows:
         value = float(numbers[0][1])
         if value <= 0:
             return None
-        held = rng.random() < 0.5
+        coin = rng.random() < 0.5
+        held = coin if held is None else held
         factor = rng.choice((0.5, 0.6, 0.75, 0.8)) if (rule.op == ">") == held else rng.choice((1.25, 1.5, 2.0))
         threshold = _round(value * factor)
         if (
@@ -719,16 +722,23 @@ def spoken_amount(value: float) -> str:
     return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.2f}"
 
 
-def instantiate(workflows: Workflows, pattern: Pattern, rng: random.Random) -> Flow:
-    """Run ``pattern`` once in a fresh world of the seed (raises :class:`WalkError` with a reason)."""
+def instantiate(workflows: Workflows, pattern: Pattern, rng: random.Random, rule: bool | None = None) -> Flow:
+    """Run ``pattern`` once in a fresh world of the seed (raises :class:`WalkError` with a reason).
+
+    ``rule``: None draws whether a house rule applies and which way it goes; False states none;
+    True states one that holds (the workflow takes the other branch). The trigger is drawn
+    first, so the same random state gives the same trigger whichever is asked."""
     world = workflows.hub.open_world(seed=workflows.walker.seed)
     flow = Flow(pattern, [], Located(0, "", {}, {}, "", ""), [], world)
     today = workflows.today
     flow.today = f"{today:%A} {today.day} {today:%B %Y}"
     try:
         flow.trigger = workflows.trigger(flow, rng)
-        rule = rng.choice(pattern.rules) if pattern.rules and rng.random() < 0.6 else None
-        branch = workflows.branch(flow, rule, rng) if rule is not None else None
+        drawn = rng.random() < RULE_RATE
+        chosen = rng.choice(pattern.rules) if pattern.rules and (drawn if rule is None else rule) else None
+        branch = workflows.branch(flow, chosen, rng, held=rule) if chosen is not None else None
+        if rule and branch is None:
+            raise WalkError("no_rule")
         flow.branch = branch
         used: set[str] = set()
         for reaction in pattern.reactions:

@@ -1,0 +1,201 @@
+"""Tasks from business workflow patterns: role links, unambiguous references, rules that change the
+outcome, requests written without recipes."""
+
+from __future__ import annotations
+
+import random
+import re
+from typing import Any
+
+import pytest
+
+from hub.core import Hub
+from taskgen.gates import ambiguous
+from taskgen.generate import Generation, generate
+from taskgen.oracle import run_plan
+from taskgen.pattern import Pattern, load_patterns
+from taskgen.story import compose_flow
+from taskgen.task import Task
+from taskgen.walk import WalkError, walker_for
+from taskgen.workflow import Flow, Workflows, instantiate, record_schema
+
+DICTATION = (
+    re.compile(r"\b[a-z]+(?: [a-z]+)? = (?:the|')"),  # "email = the email of ..."
+    re.compile(r"\bsetting [a-z_ ]+ ="),
+    re.compile(r"\b[a-z]+_[a-z_]+\b(?!`)"),  # a field or tool identifier outside the report key
+    re.compile(r"\bfrom step \d"),
+    re.compile(r"(Follow-up: |Re: ){2}"),
+)
+
+
+@pytest.fixture(scope="module")
+def workflows(hub: Hub) -> Workflows:
+    return Workflows(hub, walker_for(hub, 0))
+
+
+@pytest.fixture(scope="module")
+def pattern_tasks(hub: Hub) -> Generation:
+    return generate(40, seed=0, hub=hub, source="patterns")
+
+
+def _flows(workflows: Workflows, count: int, **kwargs: Any) -> list[Flow]:
+    out = []
+    patterns = load_patterns()
+    for index in range(count * 3):
+        rng = random.Random(f"test-flows:{index}")
+        try:
+            out.append(instantiate(workflows, rng.choice(patterns), rng, **kwargs))
+        except WalkError:
+            continue
+        if len(out) == count:
+            break
+    return out
+
+
+def test_a_pattern_rejects_links_to_unknown_roles_and_unstated_checks() -> None:
+    base = load_patterns()[0].model_dump()
+    bad_role = {
+        **base,
+        "reactions": [{**base["reactions"][0], "links": {"wizard": "trigger.owner"}}, *base["reactions"][1:]],
+    }
+    with pytest.raises(ValueError, match="not a role"):
+        Pattern.model_validate(bad_role)
+    unstated = {**base, "reactions": [*base["reactions"][:-1], {**base["reactions"][-1], "when": None}]}
+    unstated["reactions"][-1]["ask"] = ["Do it on {when}."]
+    with pytest.raises(ValueError, match="'when' is not set"):
+        Pattern.model_validate(unstated)
+    silent = {**base, "reactions": [*base["reactions"][:-1], {**base["reactions"][-1], "mention": "trigger"}]}
+    silent["reactions"][-1]["ask"] = ["Send it."]
+    with pytest.raises(ValueError, match="say what the text is about"):
+        Pattern.model_validate(silent)
+
+
+@pytest.mark.slow
+def test_values_are_carried_only_between_compatible_roles(hub: Hub, workflows: Workflows) -> None:
+    flows = _flows(workflows, 150)
+    assert len(flows) >= 100
+    checked = 0
+    try:
+        for flow in flows:
+            for step in flow.steps:
+                reaction = next((d.reaction for d in flow.done if step.index in d.steps), None)
+                for name, carried in step.carried.items():
+                    source = flow.steps[carried.step]
+                    schema = record_schema(source.entry)
+                    prop = schema.get("properties", {}).get(carried.field) or {}
+                    declared = prop.get("x-role") or next(
+                        (b.get("x-role") for b in prop.get("anyOf", []) if b.get("x-role")), None
+                    )
+                    assert declared != "system", (flow.pattern.id, step.entry.qualified, name)
+                    if carried.field == "id" or reaction is None:
+                        continue  # a record found by a lookup, or the trigger itself
+                    role = workflows._role(step.entry, name)  # noqa: SLF001 - the role the engine linked by
+                    assert role in reaction.links, (flow.pattern.id, step.entry.qualified, name, role)
+                    wanted = reaction.links[role].split(".", 1)[1].split(":")[0]
+                    assert declared == wanted, (flow.pattern.id, step.entry.qualified, name, declared, wanted)
+                    checked += 1
+                values = [(workflows._role(step.entry, n), str(c.value)) for n, c in step.carried.items()]  # noqa: SLF001
+                for role_a, value_a in values:
+                    for role_b, value_b in values:
+                        if role_a != role_b and role_a and role_b:
+                            assert value_a != value_b, (flow.pattern.id, step.entry.qualified, values)
+    finally:
+        for flow in flows:
+            flow.world.close()
+    assert checked > 100
+
+
+def test_the_ambiguity_gate_wants_a_qualifier_for_a_shared_name(hub: Hub, pattern_tasks: Generation) -> None:
+    walker = walker_for(hub, 0)
+    task = pattern_tasks.tasks[0]
+    counts = walker.anchor_counts("helpdesk")
+    shared = next(value for value, n in counts.items() if n >= 2 and len(value) > 8 and " " in value)
+    named = [r for r in walker.seeded_records("helpdesk") if shared in r.values()]
+    field = next(k for k, v in named[0].items() if isinstance(v, str) and all(r.get(k) != v for r in named[1:]))
+    bare = task.model_copy(update={"meta": {**task.meta, "references": [{"service": "helpdesk", "value": shared}]}})
+    assert ambiguous(bare, walker) == [shared]
+    qualified = {"service": "helpdesk", "value": shared, "qualifier": {"field": field, "value": named[0][field]}}
+    told = task.model_copy(update={"meta": {**task.meta, "references": [qualified]}})
+    assert ambiguous(told, walker) == []
+
+
+def test_kept_pattern_tasks_name_records_unambiguously_and_never_state_the_report(
+    hub: Hub, pattern_tasks: Generation
+) -> None:
+    walker = walker_for(hub, 0)
+    assert len(pattern_tasks.tasks) == 40
+    for task in pattern_tasks.tasks:
+        assert task.meta["references"] and ambiguous(task, walker) == []
+        for value in task.expected_report.values():
+            assert str(value).casefold() not in task.instruction.casefold(), task.id
+
+
+def test_pattern_instructions_are_requests_not_recipes(pattern_tasks: Generation, hub: Hub) -> None:
+    for task in pattern_tasks.tasks:
+        text = task.instruction.replace(f"`{next(iter(task.expected_report), '')}`", "")
+        for pattern in DICTATION:
+            assert not pattern.search(text), (task.id, pattern.pattern, task.instruction)
+        for name in task.mounted:
+            if "_" in name:
+                assert name not in text, (task.id, name)
+        assert "Today is" in text or "today is" in text or "it's " in text
+
+
+def test_a_trap_names_its_qualifier(pattern_tasks: Generation) -> None:
+    trapped = [t for t in pattern_tasks.tasks if t.meta["traps"]]
+    assert trapped
+    for task in trapped:
+        trap = task.meta["traps"][0]
+        assert str(trap["value"]) in task.instruction and task.meta["references"][0]["qualifier"] == {
+            "field": trap["field"],
+            "value": trap["value"],
+        }
+
+
+def _task(flow: Flow, hub: Hub, name: str) -> Task:
+    rng = random.Random(name)
+    try:
+        return compose_flow(flow, name, 0, rng, [])
+    finally:
+        flow.world.close()
+
+
+def _score(hub: Hub, task: Task, plan_of: Task) -> tuple[float, float]:
+    run = run_plan(hub, plan_of.plan, 0, task.mounted, record=False)
+    try:
+        result = run.world.score(task.rubric, report=task.expected_report, services=task.mounted)
+        return result.score, result.net_score
+    finally:
+        run.world.close()
+
+
+@pytest.mark.slow
+def test_a_rule_is_scored_on_the_branch_taken_both_ways(hub: Hub, workflows: Workflows) -> None:
+    pattern = next(p for p in load_patterns() if p.rules)
+    for index in range(40):
+        held_flow = _try(workflows, pattern, index, rule=True)
+        if held_flow is None:
+            continue
+        plain_flow = _try(workflows, pattern, index, rule=False)
+        if plain_flow is None:
+            held_flow.world.close()
+            continue
+        held, plain = _task(held_flow, hub, "held"), _task(plain_flow, hub, "plain")
+        assert held_flow.trigger.record["id"] == plain_flow.trigger.record["id"]
+        assert held.meta["rule"]["held"] and plain.meta["rule"] is None
+        mounted = sorted({*held.mounted, *plain.mounted})
+        held = held.model_copy(update={"distractor_services": mounted})
+        plain = plain.model_copy(update={"distractor_services": mounted})
+        assert _score(hub, held, held) == (1.0, 1.0)
+        assert _score(hub, plain, plain) == (1.0, 1.0)
+        assert min(_score(hub, held, plain)) < 1.0  # ignoring the rule that holds loses the reward
+        assert min(_score(hub, plain, held)) < 1.0  # following a rule that does not hold loses it too
+        return
+    pytest.fail("no trigger of the pattern suits both branches")
+
+
+def _try(workflows: Workflows, pattern: Pattern, index: int, rule: bool) -> Flow | None:
+    try:
+        return instantiate(workflows, pattern, random.Random(f"branch:{index}"), rule=rule)
+    except WalkError:
+        return None
