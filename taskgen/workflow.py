@@ -372,7 +372,7 @@ class Workflows:
         """Whether ``entry`` could take every link and find every record it needs, judged from its
         schema alone (what :meth:`_fill` would find out by calling lookups)."""
         kinds = param_types(entry)
-        roles = {self._role(entry, name) for name in kinds}
+        roles = {self.param_role(entry, name) for name in kinds}
         for name in entry.input_schema.get("required", []):
             kind = kinds.get(name, "")
             if kind in self.id_entity and self.id_entity[kind][0] == entry.service:
@@ -433,7 +433,7 @@ class Workflows:
             return flow.trigger
         return next((d.record for d in flow.done if d.reaction.id == head), None)
 
-    def _role(self, entry: ToolEntry, name: str) -> str | None:
+    def param_role(self, entry: ToolEntry, name: str) -> str | None:
         """A parameter's role: its own ``x-role``, else that of the record field of the same name."""
         raw = entry.input_schema.get("properties", {}).get(name) or {}
         prop = resolve_schema(dict(raw), {})
@@ -484,7 +484,7 @@ class Workflows:
             prop = resolve_schema(dict(props[name]), defs)
             listed = prop.get("type") == "array"
             item = resolve_schema(dict(prop.get("items") or {}), defs) if listed else prop
-            role = self._role(entry, name)
+            role = self.param_role(entry, name)
             link = self._linked(flow, reaction, role, kind) if kind and role not in linked else None
             if link is not None and role is not None:
                 args[name] = [{"$ref": link.ref}] if listed else {"$ref": link.ref}

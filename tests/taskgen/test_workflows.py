@@ -89,12 +89,12 @@ def test_values_are_carried_only_between_compatible_roles(hub: Hub, workflows: W
                     assert declared != "system", (flow.pattern.id, step.entry.qualified, name)
                     if carried.field == "id" or reaction is None:
                         continue  # a record found by a lookup, or the trigger itself
-                    role = workflows._role(step.entry, name)  # noqa: SLF001 - the role the engine linked by
+                    role = workflows.param_role(step.entry, name)
                     assert role in reaction.links, (flow.pattern.id, step.entry.qualified, name, role)
                     wanted = reaction.links[role].split(".", 1)[1].split(":")[0]
                     assert declared == wanted, (flow.pattern.id, step.entry.qualified, name, declared, wanted)
                     checked += 1
-                values = [(workflows._role(step.entry, n), str(c.value)) for n, c in step.carried.items()]  # noqa: SLF001
+                values = [(workflows.param_role(step.entry, n), str(c.value)) for n, c in step.carried.items()]
                 for role_a, value_a in values:
                     for role_b, value_b in values:
                         if role_a != role_b and role_a and role_b:
