@@ -1,4 +1,4 @@
-"""``compoworld worldmodel …``: list and serve simulated services from tool specs."""
+"""``compoworld worldmodel …``: list, check and serve simulated services from their specs."""
 
 from __future__ import annotations
 
@@ -99,6 +99,49 @@ def list_specs(
     for row in rows:
         table.add_row(*(str(row[k]) for k in ("name", "category", "tools", "read", "write")))
     Console().print(table)
+
+
+@app.command("check")
+def check(
+    names: Annotated[list[str] | None, typer.Argument(help="Services to check (default: all of --specs).")] = None,
+    specs: SpecsOpt = SPECS_DIR,
+    examples: Annotated[int, typer.Option(help="Generated inputs per tool.")] = 12,
+) -> None:
+    """Check simulated services: spec lint, and conformance (plausibility included) with the rules backend.
+
+    Adding a simulated service is one spec file in worldmodel/specs/ plus `compoworld worldmodel check NAME`.
+    Exits 1 if any service has a problem.
+    """
+    from rich.console import Console
+
+    from servers.conformance import check_service
+    from servers.construction.lint import spec_lint
+    from servers.construction.spec import load_catalog
+    from worldmodel.engine import build_service
+    from worldmodel.fromspec import simulated_spec
+    from worldmodel.rules import RulesBackend
+
+    try:
+        loaded = {s.name: s for s in load_catalog(specs)}
+    except ValueError as exc:
+        err().print(f"[red]{exc}[/red]", highlight=False)
+        raise typer.Exit(2) from None
+    unknown = sorted(set(names or []) - set(loaded))
+    if unknown:
+        err().print(f"[red]no spec for {', '.join(unknown)} in {specs}[/red]")
+        raise typer.Exit(2)
+    failed = 0
+    for name in names or sorted(loaded):
+        lint = spec_lint(loaded[name])
+        report = check_service(build_service(simulated_spec(loaded[name]), RulesBackend()), examples=examples)
+        ok = report.ok and not lint
+        head, *problems = str(report).splitlines()
+        verdict = f"spec lint {'OK' if not lint else f'{len(lint)} problem(s)'}"
+        text = "\n".join([f"{head} (conformance), {verdict}", *problems, *(f"  - lint: {p}" for p in lint)])
+        Console(soft_wrap=True).print(text, style="green" if ok else "red", highlight=False)
+        failed += not ok
+    if failed:
+        raise typer.Exit(1)
 
 
 @app.command("serve")

@@ -1,4 +1,5 @@
-"""The spec catalog: valid specs, conforming simulated services, outputs that look like their types."""
+"""The world model's specs: valid simulated specs that pass spec lint, conforming simulated services,
+outputs that look like their types."""
 
 from __future__ import annotations
 
@@ -11,11 +12,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
 from servers.conformance import check_service
+from servers.construction.lint import spec_lint
 from servers.construction.spec import ServiceSpec, load_catalog, load_spec
 from servers.population import Population
 from servers.types import SEMANTIC_KEY
+from worldmodel import cli
 from worldmodel.catalog import SPECS_DIR, simulated_services
 from worldmodel.rules import Synthesizer, from_pattern
 
@@ -121,3 +125,27 @@ def test_pattern_generator_matches_its_pattern() -> None:
     for pattern in (r"^[A-Z]{3}$", r"^[A-Z]{2}[0-9]{1,4}$", r"^(GET|POST)/[a-z]+$", r"^\d{3}-\d{2}$"):
         for _ in range(20):
             assert re.fullmatch(pattern.strip("^$"), from_pattern(pattern, rng))
+
+
+@pytest.mark.parametrize("spec", load_catalog(SPECS_DIR), ids=lambda s: s.name)
+def test_simulated_specs_pass_spec_lint(spec: ServiceSpec) -> None:
+    assert spec_lint(spec) == []
+
+
+def test_a_copied_type_is_the_type_of_the_service_it_belongs_to() -> None:
+    specs = {s.name: s for s in load_catalog(SPECS_DIR)}
+    copies = [(s.name, n, t) for s in specs.values() for n, t in s.types.items() if "." in n]
+    assert copies
+    for service, name, copied in copies:
+        owner, _, bare = name.partition(".")
+        assert copied == specs[owner].types[bare], f"{service}: {name} differs from {owner}'s"
+
+
+def test_worldmodel_check_names_a_lint_problem(tmp_path: Path) -> None:
+    data = json.loads((SPECS_DIR / "weather.json").read_text())
+    del data["entities"]["subscription"]["fields"]["email"]["role"]
+    (tmp_path / "weather.json").write_text(json.dumps(data))
+    result = CliRunner().invoke(cli.app, ["check", "--specs", str(tmp_path), "--examples", "2"])
+    assert result.exit_code == 1, result.output
+    assert "lint: entity 'subscription' field 'email': an email_address field needs a role" in result.output
+    assert CliRunner().invoke(cli.app, ["check", "fx", "--examples", "2"]).exit_code == 0
