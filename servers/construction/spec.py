@@ -1,11 +1,12 @@
 """Service specs: the catalog format from which services are built and verified.
 
-One JSON file per service in ``servers/catalog/``. A service spec extends the world model's tool
-specs with the state's **entities** and the semantic type of every field, and describes each tool
-by its **operation** on an entity, so that one spec yields (a) a native typed module
-(``servers.construction.template``), (b) the tool schemas every implementation must expose
-(``servers.construction.schemas``), (c) generated verification scenarios (``servers.construction.scenarios``) and
-(d) a simulated fallback for the world model (``worldmodel.fromspec``). Shape::
+One JSON file per service in ``servers/catalog/`` (and, for the simulated subset below, in
+``worldmodel/specs/``). A service spec declares the state's **entities** and the semantic type of
+every field, and describes each tool by its **operation** on an entity, so that one spec yields
+(a) a native typed module (``servers.construction.template``), (b) the tool schemas every
+implementation must expose (``servers.construction.schemas``), (c) generated verification
+scenarios (``servers.construction.scenarios``) and (d) a simulated fallback for the world model
+(``worldmodel.fromspec``). Shape::
 
     {
       "name": "fleet", "version": 1, "category": "logistics",
@@ -71,6 +72,57 @@ currency, category) — fields naming the same slot get the same person / compan
 capital letter), ``text:<template>`` (``{field}`` is another field of the record, ``{pick:a|b}`` a
 choice), ``bool:<share true>``, ``const:<json>``, ``ref`` and ``none``. Without ``seed`` a default
 follows from the semantic type (see ``servers.construction.seeding.default_seed``).
+
+**Simulated services** (``"simulated": true``; the world model's own, ``worldmodel/specs/``) have
+no offline implementation: the world model serves every tool, keeping what writes store
+(:mod:`worldmodel.fromspec` compiles them; :mod:`servers.construction.simspec` checks them and
+renders their schemas). They use the same constructs, with what simulation needs and none of what
+only the spec engine implements (lifecycles, guards, effects, cascades, seeds, ``fields``,
+``filters``…)::
+
+    {"name": "flights", "category": "travel", "simulated": true, "description": "...",
+     "types": {"airport_code": {"description": "IATA airport code.", "pattern": "^[A-Z]{3}$"},
+               "geocoding.latitude": {"description": "...", "type": "number", "minimum": -90, "maximum": 90}},
+     "entities": {"booking": {"plural": "bookings", "id_prefix": "bk", "id_field": "booking_id", "description": "...",
+                              "fields": {"booking_id": {"type": "ref:booking", "description": "Id of the booking."},
+                                         "total_price": {"type": "money_amount", "description": "...",
+                                                         "role": "amount_paid", "minimum": 20, "maximum": null},
+                                         "created_at": {"type": "date_time", "description": "...", "role": "system"}}}},
+     "shapes": {"flight_offer": {"description": "...", "fields": {"price": {"type": "money_amount", ...}, ...}}},
+     "tools": [
+       {"name": "search_flights", "op": "compute", "description": "...",
+        "params": {"origin": {"type": "flights.airport_code", "description": "..."},
+                   "limit": {"type": "page_limit", "description": "...", "maximum": 50, "default": 10}},
+        "returns": {"flights": {"type": "shape:flight_offer", "list": true, "description": "..."},
+                    "total_results": {"type": "count", "description": "..."}}},
+       {"name": "book_flight", "op": "create", "entity": "booking", "description": "...", "params": {...}},
+       {"name": "list_bookings", "op": "list", "entity": "booking", "description": "...", "params": {...},
+        "returns": {"bookings": {"type": "shape:booking", "list": true, "description": "..."},
+                    "total": {"type": "count", "description": "..."}}},
+       {"name": "cancel_booking", "op": "update", "entity": "booking", "description": "...",
+        "params": {"booking_id": {"type": "ref:booking", "description": "..."}}, "set": {"status": "cancelled"}}]}
+
+- **Operations**: ``compute`` (a read that is a pure function of its arguments: the same question
+  gets the same answer all episode long), and ``create``, ``get``, ``list``, ``update``,
+  ``delete`` on an entity's records. A tool takes exactly its ``params`` (required unless
+  ``optional`` or with a ``default``): ``get``, ``update`` and ``delete`` take the record's id field;
+  a parameter named like a field of the entity sets it (``create``, ``update``) or filters by it
+  (``list``); an ``update`` may also ``set`` constant values.
+- **Results**: ``create``, ``get`` and ``update`` answer the entity's record; ``compute``, ``list``
+  and ``delete`` their ``returns`` (fields, as an entity's), a list's records in a list field of
+  type ``shape:<entity>``, its ``count`` fields counting them.
+- **Entities** name the field that holds a record's id (``id_field``, a field of their own, e.g.
+  ``booking_id`` of type ``ref:booking``); a record has exactly its ``fields`` (no implicit id or
+  stamps). Stored fields of an ambiguous type name their ``role``, as in any spec (spec lint).
+- **Shapes** are named field sets for records nested in results (one flight offer, one route
+  step), written ``shape:<name>`` (``list: true`` for an array of them); an entity's name is
+  also a shape: its record.
+- **Bounds**: a field or parameter may restate its type's ``minimum`` / ``maximum`` (``null``
+  removes one: a price with no upper bound), ``min_length`` / ``max_length``, fix a ``const``
+  (a flag always true), and bound a list (``min_items``, ``max_items``, ``unique_items``).
+- **Types**: a local type may have an ``exclusive_minimum``; another service's type is used by its
+  full name (``geocoding.latitude``) and declared under ``types`` by that name, a copy of the
+  owner's, so values connect to that service's tools.
 """
 
 from __future__ import annotations
