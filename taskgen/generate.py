@@ -16,11 +16,12 @@ from hub.registry import native_entry
 from taskgen.adversaries import prepare as prepare_panel
 from taskgen.compose import compose
 from taskgen.gates import check_gates
+from taskgen.instantiate import instantiate
 from taskgen.pattern import load_patterns
 from taskgen.story import compose_flow
 from taskgen.task import Task
 from taskgen.walk import Walker, WalkError, walker_for
-from taskgen.workflow import Workflows, instantiate
+from taskgen.workflow import Workflows
 
 
 def default_hub(services: Iterable[str] | None = None, worldmodel: bool = True) -> Hub:
@@ -119,7 +120,7 @@ def attempt_pattern(hub: Hub, walker: Walker, seed: int, index: int, min_service
         distractors = sorted(rng.sample(others, min(len(others), DISTRACTORS)))
         task = compose_flow(flow, f"p{seed}-{index:05d}", seed, rng, distractors)
     finally:
-        flow.world.close()
+        flow.close()
     return [f"gate:{gate}" for gate in check_gates(hub, task, walker)] or task
 
 

@@ -14,10 +14,11 @@ from typing import Any
 
 from taskgen.gates import check_gates
 from taskgen.generate import DISTRACTORS, TRIGGER_TRIES, default_hub
+from taskgen.instantiate import instantiate
 from taskgen.pattern import load_patterns
 from taskgen.story import compose_flow
 from taskgen.walk import WalkError, walker_for
-from taskgen.workflow import Workflows, instantiate
+from taskgen.workflow import Workflows
 
 
 def check_patterns(attempts: int = 20, seed: int = 0, only: list[str] | None = None) -> dict[str, Any]:
@@ -48,7 +49,7 @@ def check_patterns(attempts: int = 20, seed: int = 0, only: list[str] | None = N
                 others = sorted(set(hub.registry.services) - set(flow.services))
                 task = compose_flow(flow, f"{pattern.id}-{index}", seed, rng, rng.sample(others, DISTRACTORS))
             finally:
-                flow.world.close()
+                flow.close()
             failed = check_gates(hub, task, walker)
             if failed:
                 rejections.update(f"gate:{g}" for g in failed)

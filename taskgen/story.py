@@ -12,15 +12,16 @@ workflow down (what the rule forbids is collateral damage), and the report.
 from __future__ import annotations
 
 import random
+import re
 from typing import Any
 
 from hub.collateral import allowances, units
 from hub.rubric import RUBRIC_VERSION, Rubric
 from taskgen.compose import effect_criteria, report_key
+from taskgen.flowmodel import Branch, Done, Flow, Stage, spoken_amount
 from taskgen.graph import field_types
 from taskgen.task import PlanStep, Task, Transfer, leaves
 from taskgen.walk import humanize, walker_for
-from taskgen.workflow import Done, Flow, spoken_amount
 
 INTRO = (
     "I'm {persona}. Today is {today}.",
@@ -41,6 +42,11 @@ TRAP = (
     "Careful, there is more than one '{anchor}': I mean the one whose {field} is {value}.",
     "(There are several records named '{anchor}'; it's the one with {field} {value}.)",
     "Note that '{anchor}' appears more than once; use the one where the {field} is {value}.",
+)
+CHAIN = (
+    "Once the new {entity} exists:",
+    "Then, for the {entity} you just created:",
+    "After the {entity} is set up:",
 )
 STEPWISE = "Here's what needs to happen; later steps depend on earlier ones:"
 
@@ -98,8 +104,8 @@ def compose_flow(flow: Flow, task_id: str, seed: int, rng: random.Random, distra
                  to_service=s.entry.service, argument=arg)
         for s in steps for arg, c in s.carried.items() if c.service != s.entry.service and c.step >= 0
     ]  # fmt: skip
-    branch = flow.branch
-    policies = [branch.text] if branch is not None else []
+    branches = [s.branch for s in flow.stages if s.branch is not None]
+    policies = [b.text for b in branches]
     return Task(
         id=task_id,
         seed=seed,
@@ -112,8 +118,9 @@ def compose_flow(flow: Flow, task_id: str, seed: int, rng: random.Random, distra
         policies=policies,
         transfers=transfers,
         meta={
-            "pattern": flow.pattern.id,
-            "category": flow.pattern.category,
+            "pattern": flow.stages[0].pattern.id,
+            "patterns": [s.pattern.id for s in flow.stages],
+            "category": flow.stages[0].pattern.category,
             "walk": [s.entry.qualified for s in steps],
             "n_steps": len(steps),
             "n_writes": sum(1 for s in steps if s.entry.kind == "write"),
@@ -124,9 +131,14 @@ def compose_flow(flow: Flow, task_id: str, seed: int, rng: random.Random, distra
             "given_values": sorted({str(v) for v in flow.given if v is not None}),
             "references": flow.references,
             "traps": [flow.trap] if flow.trap else [],
-            "rule": {"id": branch.rule.id, "held": branch.held, "threshold": branch.threshold} if branch else None,
+            "rule": _rule_meta(branches[0]) if branches else None,
+            "rules": [_rule_meta(b) for b in branches],
         },
     )
+
+
+def _rule_meta(branch: Branch) -> dict[str, Any]:
+    return {"id": branch.rule.id, "held": branch.held, "threshold": branch.threshold}
 
 
 Report = tuple[str, Any, str, str]
@@ -138,7 +150,7 @@ def _report(flow: Flow, system: dict[str, list[str]], rng: random.Random) -> Rep
     the service itself decided (a number it assigned, a total it computed), with its key."""
     given = {repr(v) for s in flow.steps for v in leaves(s.resolved)} | {repr(v) for v in flow.given}
     options = []
-    for done in flow.done:
+    for done in flow.all_done:
         record = done.record
         entry = flow.steps[record.step].entry if record is not None else None
         if record is None or entry is None or entry.meta is None or entry.meta.op not in ("create", "send"):
@@ -162,10 +174,11 @@ def _report(flow: Flow, system: dict[str, list[str]], rng: random.Random) -> Rep
     return report_key(record.entity, name), value, humanize(name), record.entity
 
 
-def _ask(done: Done, flow: Flow, rng: random.Random) -> str:
+def _ask(done: Done, stage: Stage, flow: Flow, rng: random.Random) -> str:
     slots = {
-        "anchor": flow.trigger.anchor or "",
-        "entity": flow.trigger.entity,
+        # a later stage's trigger is a record the agent made: the matter is still the first one
+        "anchor": (flow.root if stage.chained else stage.trigger).anchor or "",
+        "entity": stage.trigger.entity,
         "minutes": str(done.reaction.minutes or ""),
         "container": done.slots.get("container", "the right one"),
         "when": done.slots.get("when", ""),
@@ -178,41 +191,60 @@ def _ask(done: Done, flow: Flow, rng: random.Random) -> str:
     return text
 
 
+def _asks(stage: Stage, flow: Flow, rng: random.Random) -> list[str]:
+    """The stage's asks in pattern order; a reaction its rule held against is asked for too (the
+    rule, stated after, says it must not be done)."""
+    asks = []
+    branch = stage.branch
+    for reaction in stage.pattern.reactions:
+        if branch is not None and branch.held and reaction.id == branch.rule.skip:
+            if stage.skipped is not None:
+                asks.append(_ask(stage.skipped, stage, flow, rng))
+            continue
+        done = next((d for d in stage.done if d.reaction is reaction), None)
+        if done is not None:
+            asks.append(_ask(done, stage, flow, rng))
+    return asks
+
+
 def tell(flow: Flow, report: Report | None, rng: random.Random) -> str:
-    """The request, as the pattern's persona would write it."""
-    pattern = flow.pattern
-    parts = [rng.choice(INTRO).format(persona=rng.choice(pattern.personas), today=flow.today)]
-    parts.append(rng.choice(pattern.trigger.situation).format(anchor=flow.trigger.anchor, entity=flow.trigger.entity))
+    """The request, as the first pattern's persona would write it."""
+    first = flow.stages[0]
+    parts = [rng.choice(INTRO).format(persona=rng.choice(first.pattern.personas), today=flow.today)]
+    situation = rng.choice(first.pattern.trigger.situation)
+    parts.append(situation.format(anchor=first.trigger.anchor, entity=first.trigger.entity))
     if flow.trap is not None:
         words = humanize(str(flow.trap["field"]))
-        parts.append(rng.choice(TRAP).format(anchor=flow.trigger.anchor, field=words, value=flow.trap["value"]))
-    asks = []
-    skipped = flow.skipped
-    branch = flow.branch
-    for reaction in pattern.reactions:
-        if branch is not None and branch.held and reaction.id == branch.rule.skip:
-            if skipped is not None:
-                asks.append(_ask(skipped, flow, rng))
-            continue
-        done = next((d for d in flow.done if d.reaction is reaction), None)
-        if done is not None:
-            asks.append(_ask(done, flow, rng))
-    if rng.random() < 0.35:
+        value = str(flow.trap["value"])
+        value = humanize(value) if re.fullmatch(r"[a-z0-9]+(_[a-z0-9]+)+", value) else value  # an enum value, in words
+        parts.append(rng.choice(TRAP).format(anchor=first.trigger.anchor, field=words, value=value))
+    stepwise = rng.random() < 0.35
+    if stepwise:
         parts.append(STEPWISE)
-        parts.extend(f"{i}. {a}" for i, a in enumerate(asks, 1))
-    else:
-        sentences = [rng.choice(OPENERS) + _lower_first(asks[0]) if asks else ""]
-        for ask in asks[1:]:
-            sentences.append(f"{rng.choice(THEN)} {_lower_first(ask)}")
-        parts.append(" ".join(s[0].upper() + s[1:] for s in sentences if s))
-    if branch is not None:
-        amount = spoken_amount(branch.threshold) + (f" {branch.unit}" if branch.unit else "")
-        branch.text = rng.choice(branch.rule.text).format(threshold=amount)
-        parts.append(rng.choice(RULE).format(text=branch.text))
+    number = 1
+    for index, stage in enumerate(flow.stages):
+        asks = _asks(stage, flow, rng)
+        connector = rng.choice(CHAIN).format(entity=stage.trigger.entity) if index else ""
+        if stepwise:
+            if connector:
+                parts.append(connector)
+            for ask in asks:
+                parts.append(f"{number}. {ask}")
+                number += 1
+            continue
+        sentences = [(connector + " " if connector else rng.choice(OPENERS)) + _lower_first(asks[0])] if asks else []
+        sentences += [f"{rng.choice(THEN)} {_lower_first(ask)}" for ask in asks[1:]]
+        parts.append(" ".join(s[0].upper() + s[1:] for s in sentences))
+    for stage in flow.stages:
+        branch = stage.branch
+        if branch is not None:
+            amount = spoken_amount(branch.threshold) + (f" {branch.unit}" if branch.unit else "")
+            branch.text = rng.choice(branch.rule.text).format(threshold=amount)
+            parts.append(rng.choice(RULE).format(text=branch.text))
     if report is not None:
         key, _, field, entity = report
         parts.append(rng.choice(REPORT).format(field=field, entity=entity, key=key))
-    return "\n".join(parts) if parts[2:3] == [STEPWISE] else " ".join(parts)
+    return "\n".join(parts) if stepwise else " ".join(parts)
 
 
 def _lower_first(text: str) -> str:

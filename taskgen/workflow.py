@@ -18,15 +18,14 @@ from __future__ import annotations
 
 import datetime as dt
 import random
-from dataclasses import dataclass, field
 from typing import Any
 
 from hub.core import Hub
 from hub.registry import ToolEntry
-from hub.world import World
 from servers.roles import ROLE_KEY, SYSTEM
 from servers.state import diff
 from servers.types import SEMANTIC_KEY
+from taskgen.flowmodel import Branch, Done, Flow, Located, is_currency, own_role, record_schema, round_amount
 from taskgen.graph import field_types, param_types
 from taskgen.pattern import Pattern, Reaction, Rule
 from taskgen.task import resolve
@@ -47,8 +46,6 @@ from taskgen.walk import (
 
 TEXT_TYPES = FREE_TEXT | {"tag"}
 TRAP_RATE = 0.5
-RULE_RATE = 0.7
-"""Share of tasks of a pattern with rules that state one (it holds in half of them)."""
 """Share of triggers taken from a name several seeded records share (when the pattern allows one)."""
 ENUM: frozenset[str] = frozenset()
 QUALIFIER_TYPES: tuple[frozenset[str], ...] = (
@@ -60,114 +57,6 @@ QUALIFIER_TYPES: tuple[frozenset[str], ...] = (
 """What a person tells namesakes apart by, in the order they would reach for it."""
 QUERY_TYPES = ("search_query",)
 PAGE_LIMIT = ("page_limit",)
-
-
-@dataclass
-class Located:
-    """A record a step produced or found: where it is in the step's envelope, and what it holds."""
-
-    step: int
-    path: str
-    record: dict[str, Any]
-    schema: dict[str, Any]
-    entity: str
-    service: str
-    anchor: str | None = None
-
-    def fields(self, role: str, kind: str | None = None) -> list[tuple[str, Any, str]]:
-        """(field, value, semantic type) of the fields declaring ``role`` (of type ``kind``)."""
-        out = []
-        props = self.schema.get("properties", {})
-        for name, value in self.record.items():
-            raw = props.get(name) or {}
-            # the role sits beside an optional's anyOf, or inside the one branch it resolves to
-            declared = raw.get(ROLE_KEY) or resolve_schema(dict(raw), {}).get(ROLE_KEY)
-            if declared != role or value in (None, "", []):
-                continue
-            types = field_types(props.get(name) or {})
-            if len(types) != 1 or (kind is not None and kind not in types):
-                continue
-            if isinstance(value, list):
-                value = value[0] if value and isinstance(value[0], str | int | float) else None
-            if isinstance(value, bool) or not isinstance(value, str | int | float):
-                continue
-            out.append((name, value, next(iter(types))))
-        return out
-
-
-@dataclass
-class Done:
-    """A reaction carried out: its steps (lookups first, the write last) and what it asked for."""
-
-    reaction: Reaction
-    steps: list[int]
-    record: Located | None
-    service: str
-    slots: dict[str, str] = field(default_factory=dict)
-
-
-@dataclass
-class Branch:
-    """A rule of the task: its threshold, and whether it held (and so changed the workflow)."""
-
-    rule: Rule
-    threshold: float
-    value: float
-    held: bool
-    text: str = ""
-    unit: str = ""  # the currency the compared amount is in, when its record says
-
-
-@dataclass
-class Flow:
-    """An executed workflow: the steps, the trigger, the reactions done, the rule, the world."""
-
-    pattern: Pattern
-    steps: list[StepInfo]
-    trigger: Located
-    done: list[Done]
-    world: World
-    checked: dict[int, set[str]] = field(default_factory=dict)
-    mentions: dict[tuple[int, str], Carried] = field(default_factory=dict)
-    references: list[dict[str, Any]] = field(default_factory=list)  # records the instruction names (ambiguity gate)
-    trap: dict[str, Any] | None = None  # the near-duplicate the trigger is told apart from
-    given: list[Any] = field(default_factory=list)  # values the instruction states
-    branch: Branch | None = None
-    mounted_extra: list[str] = field(default_factory=list)  # services of skipped reactions
-    today: str = ""  # the world's date, as the instruction says it
-    skipped: Done | None = None  # the reaction a rule held against, as it would have been done
-
-    @property
-    def services(self) -> list[str]:
-        return list(dict.fromkeys([self.trigger.service, *(d.service for d in self.done), *self.mounted_extra]))
-
-
-def _own_role(prop: dict[str, Any], defs: dict[str, Any]) -> str | None:
-    """A record field's role; for a list of sub-records (an event's attendees), the role of the
-    one sub-field that has one (the attendee's email: ``guest``)."""
-    resolved = resolve_schema(dict(prop), defs)
-    if prop.get(ROLE_KEY) or resolved.get(ROLE_KEY):
-        return str(prop.get(ROLE_KEY) or resolved[ROLE_KEY])
-    items = resolve_schema(dict(resolved.get("items") or {}), defs) if resolved.get("type") == "array" else {}
-    if items.get(ROLE_KEY):
-        return str(items[ROLE_KEY])
-    inner = {resolve_schema(dict(p), defs).get(ROLE_KEY) for p in items.get("properties", {}).values()} - {None}
-    return str(next(iter(inner))) if len(inner) == 1 else None
-
-
-def record_schema(entry: ToolEntry) -> dict[str, Any]:
-    """The schema of one record a tool returns (its data, the items of a listing)."""
-    out = dict(entry.output_schema or {})
-    defs = out.get("$defs", {})
-    data = resolve_schema(out.get("properties", {}).get("data", {}), defs)
-    if data.get("type") == "array":
-        return resolve_schema(data.get("items", {}), defs)
-    props = data.get("properties", {})
-    if "items" in props:
-        items = resolve_schema(props["items"], defs)
-        if items.get("type") == "array":
-            return resolve_schema(items.get("items", {}), defs)
-    return data
 
 
 class Workflows:
@@ -191,7 +80,7 @@ class Workflows:
             props = schema.get("properties", {})
             roles = self.field_roles.setdefault((entry.service, meta.entity), {})
             for name, prop in props.items():
-                role = _own_role(prop, schema.get("$defs", {}) or (entry.output_schema or {}).get("$defs", {}))
+                role = own_role(prop, schema.get("$defs", {}) or (entry.output_schema or {}).get("$defs", {}))
                 if role:
                     roles.setdefault(name, role)
             ident = resolve_schema(dict(props.get("id") or {}), {}).get(SEMANTIC_KEY)
@@ -256,7 +145,7 @@ class Workflows:
                 step = self._call(flow, entry, args, {}, {})
                 if step is None:
                     continue
-                needs = self._trigger_needs(flow.pattern)
+                needs = self.trigger_needs(flow.pattern)
                 eligible = [
                     r
                     for r in self._located(step)
@@ -282,7 +171,7 @@ class Workflows:
         raise WalkError("no_trigger")
 
     @staticmethod
-    def _trigger_needs(pattern: Pattern) -> set[tuple[str, str]]:
+    def trigger_needs(pattern: Pattern) -> set[tuple[str, str]]:
         """(role, semantic type or "") of every value the pattern takes from the trigger."""
         sources = [src for r in pattern.reactions for src in r.links.values()]
         sources += [
@@ -557,7 +446,7 @@ class Workflows:
         service, entity = self.id_entity[kind]
         if service != entry.service:
             return None
-        for located in [flow.trigger, *(d.record for d in flow.done if d.record is not None)]:
+        for located in [flow.trigger, *(d.record for d in flow.all_done if d.record is not None)]:
             ident = located.schema.get("properties", {}).get("id") or {}
             if located.service == service and resolve_schema(dict(ident), {}).get(SEMANTIC_KEY) == kind:
                 ref = f"steps.{located.step}.{located.path}.id"
@@ -652,12 +541,17 @@ class Workflows:
     def _text(self, flow: Flow, reaction: Reaction, name: str, kind: str) -> tuple[str, Carried | None]:
         """Free text about the workflow: a title naming its subject, a body mentioning it."""
         subject = self._source(flow, f"{reaction.mention}.x") if reaction.mention else flow.trigger
+        if reaction.mention == "trigger" and flow.stage.chained:
+            subject = flow.root  # a later stage's trigger is a record the agent made: the matter is the first one
         topic = (subject.anchor if subject is not None else None) or flow.trigger.anchor or flow.pattern.id
         purpose = humanize(reaction.id).capitalize()
         if kind in ("document_text", "message_text", "note", "payload_text"):
             text = f"{purpose} regarding {topic}."
             mentioned = None
-            if subject is not None and subject.anchor:
+            # checked only where the ask says what the text is about (the pattern's ``mention``), and
+            # not in a later stage, whose asks speak of a record the agent made and named itself
+            asked = reaction.mention is not None and not (reaction.mention == "trigger" and flow.stage.chained)
+            if asked and subject is not None and subject.anchor:
                 mentioned = Carried("title", subject.anchor, subject.step, "", subject.service, "", subject.entity)
             return text, mentioned
         if kind == "tag":
@@ -691,92 +585,12 @@ class Workflows:
         coin = rng.random() < 0.5
         held = coin if held is None else held
         factor = rng.choice((0.5, 0.6, 0.75, 0.8)) if (rule.op == ">") == held else rng.choice((1.25, 1.5, 2.0))
-        threshold = _round(value * factor)
+        threshold = round_amount(value * factor)
         if (
             threshold <= 0
             or threshold == value
             or ((value > threshold) if rule.op == ">" else (value < threshold)) != held
         ):
             return None
-        currency = next((v for v in located.record.values() if isinstance(v, str) and _is_currency(located, v)), "")
+        currency = next((v for v in located.record.values() if isinstance(v, str) and is_currency(located, v)), "")
         return Branch(rule, threshold, value, held, unit=currency)
-
-
-def _is_currency(located: Located, value: str) -> bool:
-    props = located.schema.get("properties", {})
-    return any(
-        located.record.get(name) == value and "currency_code" in field_types(prop) for name, prop in props.items()
-    )
-
-
-def _round(value: float) -> float:
-    """A threshold as a person states it: two significant figures."""
-    if value <= 0:
-        return value
-    digits = len(str(int(value))) - 2
-    step = 10 ** max(digits, 0)
-    return float(round(value / step) * step)
-
-
-def spoken_amount(value: float) -> str:
-    return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.2f}"
-
-
-def instantiate(workflows: Workflows, pattern: Pattern, rng: random.Random, rule: bool | None = None) -> Flow:
-    """Run ``pattern`` once in a fresh world of the seed (raises :class:`WalkError` with a reason).
-
-    ``rule``: None draws whether a house rule applies and which way it goes; False states none;
-    True states one that holds (the workflow takes the other branch). The trigger is drawn
-    first, so the same random state gives the same trigger whichever is asked."""
-    world = workflows.hub.open_world(seed=workflows.walker.seed)
-    flow = Flow(pattern, [], Located(0, "", {}, {}, "", ""), [], world)
-    today = workflows.today
-    flow.today = f"{today:%A} {today.day} {today:%B %Y}"
-    try:
-        flow.trigger = workflows.trigger(flow, rng)
-        drawn = rng.random() < RULE_RATE
-        chosen = rng.choice(pattern.rules) if pattern.rules and (drawn if rule is None else rule) else None
-        branch = workflows.branch(flow, chosen, rng, held=rule) if chosen is not None else None
-        if rule and branch is None:
-            raise WalkError("no_rule")
-        flow.branch = branch
-        used: set[str] = set()
-        for reaction in pattern.reactions:
-            if branch is not None and branch.held and reaction.id == branch.rule.skip:
-                skipped = _dry_run(workflows, flow, reaction, rng, used)
-                if skipped is None:
-                    raise WalkError("rule_target_unavailable")
-                flow.mounted_extra.append(skipped.service)
-                flow.skipped = skipped
-                if branch.rule.instead is not None:
-                    done = workflows.react(flow, branch.rule.instead, rng, set())  # may use a service again
-                    if done is None:
-                        raise WalkError("rule_instead_unavailable")
-                    flow.done.append(done)
-                    used.add(done.service)
-                continue
-            done = workflows.react(flow, reaction, rng, used)
-            if done is None:
-                if reaction.optional:
-                    continue
-                raise WalkError(f"no_service:{reaction.id}")
-            flow.done.append(done)
-            used.add(done.service)
-    except Exception:
-        world.close()
-        raise
-    if len({d.service for d in flow.done}) < 2:
-        world.close()
-        raise WalkError("too_few_services")
-    return flow
-
-
-def _dry_run(workflows: Workflows, flow: Flow, reaction: Reaction, rng: random.Random, used: set[str]) -> Done | None:
-    """How ``reaction`` would be done (its service, its slots), found by doing it in a fork of the
-    world that is then thrown away: a rule says not to do it."""
-    scratch = flow.world.fork()
-    trial = Flow(flow.pattern, list(flow.steps), flow.trigger, list(flow.done), scratch, dict(flow.checked))
-    try:
-        return workflows.react(trial, reaction, rng, used)
-    finally:
-        scratch.close()

@@ -1,0 +1,141 @@
+"""Running a workflow: a pattern from its trigger, then patterns chained on what it made.
+
+The first stage's trigger is a seeded record (:meth:`taskgen.workflow.Workflows.trigger`). When a
+reaction made a record of an entity kind another pattern starts from (an invoice opened, a task
+created), the workflow may go on with that pattern, triggered by that record: "once the invoice
+exists, send it to the billing contact and put a payment reminder on the calendar". A chained
+stage runs in a fork of the world, so a stage that cannot be completed is dropped whole and the
+workflow ends with what it had.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+
+from taskgen.flowmodel import Done, Flow, Located, Stage
+from taskgen.pattern import Pattern, Reaction, load_patterns
+from taskgen.walk import WalkError, humanize
+from taskgen.workflow import Workflows
+
+RULE_RATE = 0.7
+"""Share of stages whose pattern has rules that state one (it holds in about half of them)."""
+CHAIN_RATE = 0.85
+"""Chance to go on with another pattern when a stage made a record one starts from."""
+MAX_STAGES = 3
+
+
+def instantiate(
+    workflows: Workflows,
+    pattern: Pattern,
+    rng: random.Random,
+    rule: bool | None = None,
+    chain: bool = True,
+) -> Flow:
+    """Run ``pattern`` (then, with ``chain``, patterns triggered by what it made) in a fresh world
+    of the seed; raises :class:`WalkError` with a reason.
+
+    ``rule``: None draws whether the first stage states a house rule and which way it goes; False
+    states none; True states one that holds (the workflow takes the other branch). The trigger is
+    drawn first, so the same random state gives the same trigger whichever is asked.
+    """
+    world = workflows.hub.open_world(seed=workflows.walker.seed)
+    flow = Flow([Stage(pattern, Located(0, "", {}, {}, "", ""))], [], world)
+    today = workflows.today
+    flow.today = f"{today:%A} {today.day} {today:%B %Y}"
+    try:
+        flow.trigger = workflows.trigger(flow, rng)
+        _run_stage(workflows, flow, rng, rule)
+    except Exception:
+        flow.close()
+        raise
+    if len({d.service for d in flow.done}) < 2:
+        flow.close()
+        raise WalkError("too_few_services")
+    for _ in range(MAX_STAGES - 1):
+        if not chain or rng.random() >= CHAIN_RATE or not _chain(workflows, flow, rng):
+            break
+    return flow
+
+
+def _run_stage(workflows: Workflows, flow: Flow, rng: random.Random, rule: bool | None) -> None:
+    """The current stage's rule and reactions (raises :class:`WalkError` when one cannot be done)."""
+    stage = flow.stage
+    pattern = stage.pattern
+    drawn = rng.random() < RULE_RATE
+    chosen = rng.choice(pattern.rules) if pattern.rules and (drawn if rule is None else rule) else None
+    branch = workflows.branch(flow, chosen, rng, held=rule) if chosen is not None else None
+    if rule and branch is None:
+        raise WalkError("no_rule")
+    stage.branch = branch
+    used: set[str] = set()
+    for reaction in pattern.reactions:
+        if branch is not None and branch.held and reaction.id == branch.rule.skip:
+            skipped = _dry_run(workflows, flow, reaction, rng, used)
+            if skipped is None:
+                raise WalkError("rule_target_unavailable")
+            flow.mounted_extra.append(skipped.service)
+            stage.skipped = skipped
+            if branch.rule.instead is not None:
+                done = workflows.react(flow, branch.rule.instead, rng, set())  # may use a service again
+                if done is None:
+                    raise WalkError("rule_instead_unavailable")
+                stage.done.append(done)
+                used.add(done.service)
+            continue
+        done = workflows.react(flow, reaction, rng, used)
+        if done is None:
+            if reaction.optional:
+                continue
+            raise WalkError(f"no_service:{reaction.id}")
+        stage.done.append(done)
+        used.add(done.service)
+
+
+def _chain(workflows: Workflows, flow: Flow, rng: random.Random) -> bool:
+    """Go on with a pattern triggered by a record the current stage made; False when none can."""
+    taken = {s.pattern.id for s in flow.stages}
+    made = [d.record for d in flow.done if d.record is not None and _created(flow, d)]
+    options = [
+        (pattern, record)
+        for pattern in load_patterns()
+        if pattern.id not in taken
+        for record in made
+        if record.entity in {humanize(e) for e in pattern.trigger.entity}
+        and all(record.fields(role, kind or None) for role, kind in workflows.trigger_needs(pattern))
+    ]
+    if not options:
+        return False
+    pattern, record = rng.choice(options)
+    mark, checked, mentions = len(flow.steps), dict(flow.checked), dict(flow.mentions)
+    extra, original = list(flow.mounted_extra), flow.world
+    flow.world = original.fork()
+    flow.stages.append(Stage(pattern, record, chained=True))
+    try:
+        _run_stage(workflows, flow, rng, None)
+    except WalkError:
+        flow.world.close()
+        flow.world = original
+        flow.stages.pop()
+        del flow.steps[mark:]
+        flow.checked, flow.mentions, flow.mounted_extra = checked, mentions, extra
+        return False
+    flow.retired.append(original)
+    return True
+
+
+def _created(flow: Flow, done: Done) -> bool:
+    entry = flow.steps[done.steps[-1]].entry
+    return entry.meta is not None and entry.meta.op == "create"
+
+
+def _dry_run(workflows: Workflows, flow: Flow, reaction: Reaction, rng: random.Random, used: set[str]) -> Done | None:
+    """How ``reaction`` would be done (its service, its slots), found by doing it in a fork of the
+    world that is then thrown away: a rule says not to do it."""
+    scratch = flow.world.fork()
+    stages = [*flow.stages[:-1], replace(flow.stage, done=list(flow.done))]
+    trial = Flow(stages, list(flow.steps), scratch, dict(flow.checked))
+    try:
+        return workflows.react(trial, reaction, rng, used)
+    finally:
+        scratch.close()
