@@ -275,7 +275,7 @@ def demo(
     err.print(f"hub: {len(hub.registry.services)} services, {len(hub.registry.tools)} tools")
     with _progress() as progress:
         bar = progress.add_task("generating tasks", total=n)
-        generation = generate(n, seed, hub, on_task=lambda t: progress.advance(bar))
+        generation = generate(n, seed, hub, on_task=lambda t: progress.advance(bar), source="patterns")
     tasks_file = out / "tasks.jsonl"
     write_jsonl(generation.tasks, tasks_file)
     agents = [make_agent(a) for a in ("oracle", "null", "random")]

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+
+if TYPE_CHECKING:
+    from taskgen.generate import Source
+
+SOURCES = ("patterns", "walks")  # taskgen.generate.SOURCES, without importing the generator to print --help
 
 app = typer.Typer(help="Generate and inspect verified cross-service tasks.", no_args_is_help=True)
 console = Console()
@@ -17,6 +22,12 @@ err = Console(stderr=True)
 
 ServicesOpt = Annotated[str | None, typer.Option("--services", help="Comma-separated services (default: all).")]
 NoSimOpt = Annotated[bool, typer.Option("--no-worldmodel", help="Leave the simulated services out.")]
+
+
+def _source(text: str) -> Source:
+    if text not in SOURCES:
+        raise typer.BadParameter(f"--source must be one of {', '.join(SOURCES)}, not {text!r}")
+    return "patterns" if text == "patterns" else "walks"
 
 
 def _services(text: str | None) -> list[str] | None:
@@ -66,6 +77,9 @@ def generate_cmd(
     out: Annotated[Path, typer.Option("--out", "-o", help="JSONL file to write.")] = Path("tasks.jsonl"),
     no_worldmodel: NoSimOpt = False,
     workers: Annotated[int, typer.Option(help="Processes (1: in this process).")] = 1,
+    source: Annotated[
+        str, typer.Option(help="patterns: business workflow patterns; walks: random walks over the tool graph.")
+    ] = "patterns",
 ) -> None:
     """Generate verified tasks (same seed, same file) and write them as JSONL."""
     from taskgen.generate import default_hub, generate, generate_parallel, stats
@@ -85,10 +99,13 @@ def generate_cmd(
                 not no_worldmodel,
                 min_services,
                 on_progress=lambda done: progress.update(bar, completed=done),
+                source=_source(source),
             )
         else:
             hub = default_hub(chosen, worldmodel=not no_worldmodel)
-            result = generate(n, seed, hub, min_services=min_services, on_task=lambda t: progress.advance(bar))
+            result = generate(
+                n, seed, hub, min_services=min_services, on_task=lambda t: progress.advance(bar), source=_source(source)
+            )
     write_jsonl(result.tasks, out)
     summary = stats(result.tasks, dict(result.rejections))
     summary["attempts"] = result.attempts

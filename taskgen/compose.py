@@ -494,7 +494,8 @@ def leaks(task: Task) -> list[str]:
     found = []
     for value in task.meta.get("carried_values", []):
         needle = str(value).casefold()
-        if len(needle) >= 3 and needle not in given and needle in text:
+        # a value inside a name the instruction gives (the company in 'NDA with Nguyen Inc') is not a leak
+        if len(needle) >= 3 and not any(needle in g for g in given) and needle in text:
             found.append(str(value))
     # A reported value must be found or computed: it may not appear at all, even as a given value.
     for value in task.expected_report.values():

@@ -34,14 +34,11 @@ class Located:
     def fields(self, role: str, kind: str | None = None) -> list[tuple[str, Any, str]]:
         """(field, value, semantic type) of the fields declaring ``role`` (of type ``kind``)."""
         out = []
-        props = self.schema.get("properties", {})
+        index = _field_index(self.schema.get("properties", {}))
         for name, value in self.record.items():
-            raw = props.get(name) or {}
-            # the role sits beside an optional's anyOf, or inside the one branch it resolves to
-            declared = raw.get(ROLE_KEY) or resolve_schema(dict(raw), {}).get(ROLE_KEY)
+            declared, types = index.get(name, (None, frozenset()))
             if declared != role or value in (None, "", []):
                 continue
-            types = field_types(props.get(name) or {})
             if len(types) != 1 or (kind is not None and kind not in types):
                 continue
             if isinstance(value, list):
@@ -50,6 +47,23 @@ class Located:
                 continue
             out.append((name, value, next(iter(types))))
         return out
+
+
+_FIELD_INDEX: dict[int, tuple[dict[str, Any], dict[str, tuple[str | None, frozenset[str]]]]] = {}
+
+
+def _field_index(props: dict[str, Any]) -> dict[str, tuple[str | None, frozenset[str]]]:
+    """Field -> (declared role, semantic types) of a record schema's properties, per schema object
+    (schemas are read-only and kept alive by their tools, so their ids are not reused)."""
+    found = _FIELD_INDEX.get(id(props))
+    if found is None or found[0] is not props:
+        index = {}
+        for name, raw in props.items():
+            # the role sits beside an optional's anyOf, or inside the one branch it resolves to
+            declared = raw.get(ROLE_KEY) or resolve_schema(dict(raw), {}).get(ROLE_KEY)
+            index[name] = (declared, frozenset(field_types(raw)))
+        found = _FIELD_INDEX[id(props)] = (props, index)
+    return found[1]
 
 
 @dataclass

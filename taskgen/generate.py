@@ -96,14 +96,21 @@ def attempt(
     return [f"gate:{gate}" for gate in check_gates(hub, task, walker)] or task
 
 
+def workflows_for(hub: Hub, walker: Walker) -> Workflows:
+    """The pattern engine of ``hub`` for the walker's seed, built once (kept with the hub)."""
+    found = hub.derived.get(("workflows", walker.seed))
+    if found is None:
+        found = hub.derived[("workflows", walker.seed)] = Workflows(hub, walker)
+    assert isinstance(found, Workflows)
+    return found
+
+
 def attempt_pattern(hub: Hub, walker: Walker, seed: int, index: int, min_services: int = 2) -> Task | list[str]:
     """A task from a workflow pattern (chosen by the attempt's own random stream)."""
     rng = random.Random(f"taskgen:patterns:{seed}:{index}")
     patterns = load_patterns()
     pattern = rng.choice(patterns)
-    workflows = hub.derived.get(("workflows", seed))
-    if workflows is None:
-        workflows = hub.derived[("workflows", seed)] = Workflows(hub, walker)
+    workflows = workflows_for(hub, walker)
     flow = None
     for _ in range(TRIGGER_TRIES):  # another record in the trigger's state may suit the reactions
         try:
@@ -189,6 +196,7 @@ def prepared(hub: Hub, seed: int) -> Walker:
     walks use and the seeded records the adversary gate's report guesser indexes."""
     walker = walker_for(hub, seed).prepare()
     prepare_panel(walker)
+    workflows_for(hub, walker)  # the pattern engine's indexes, built once before workers fork
     return walker
 
 

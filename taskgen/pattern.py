@@ -128,7 +128,19 @@ class Rule(Strict):
     op: Literal[">", "<"]
     skip: str = Field(description="The reaction not done when the rule holds.")
     instead: Reaction | None = None
-    text: list[str] = Field(min_length=1, description="Phrasings; {threshold} is the threshold.")
+    text: list[str] = Field(
+        min_length=1,
+        description="Phrasings; {threshold} is the threshold; {when}, {minutes}, {container} those of 'instead'.",
+    )
+
+    @model_validator(mode="after")
+    def _slots_known(self) -> Rule:
+        bad = _slots(self.text) - {"threshold", "when", "minutes", "container"}
+        if bad:
+            raise ValueError(f"rule {self.id!r}: unknown slots {sorted(bad)} in text")
+        if _slots(self.text) & {"when", "minutes"} and (self.instead is None or self.instead.when is None):
+            raise ValueError(f"rule {self.id!r}: text says {{when}} but its 'instead' has no 'when'")
+        return self
 
 
 class Pattern(Strict):

@@ -18,7 +18,7 @@ from typing import Any
 from hub.collateral import allowances, units
 from hub.rubric import RUBRIC_VERSION, Rubric
 from taskgen.compose import effect_criteria, report_key
-from taskgen.flowmodel import Branch, Done, Flow, Stage, spoken_amount
+from taskgen.flowmodel import Branch, Done, Flow, Located, Stage, spoken_amount
 from taskgen.graph import field_types
 from taskgen.task import PlanStep, Task, Transfer, leaves
 from taskgen.walk import humanize, walker_for
@@ -149,7 +149,8 @@ def _report(flow: Flow, system: dict[str, list[str]], rng: random.Random) -> Rep
     """A value the agent can only learn by doing the work: a field of a record a write made that
     the service itself decided (a number it assigned, a total it computed), with its key."""
     given = {repr(v) for s in flow.steps for v in leaves(s.resolved)} | {repr(v) for v in flow.given}
-    options = []
+    options: list[tuple[Located, str, Any]] = []
+    ids: list[tuple[Located, str, Any]] = []
     for done in flow.all_done:
         record = done.record
         entry = flow.steps[record.step].entry if record is not None else None
@@ -158,7 +159,10 @@ def _report(flow: Flow, system: dict[str, list[str]], rng: random.Random) -> Rep
         seeded = walker_for(flow.world.hub, flow.world.seed or 0).seeded_sets(record.service)
         props = record.schema.get("properties", {})
         for name, value in record.record.items():
-            if name == "id" or name in system.get(record.service, ()) or isinstance(value, bool | list | dict):
+            if name == "id":
+                ids.append((record, name, value))  # the number the system gave it: asked for when nothing else is
+                continue
+            if name in system.get(record.service, ()) or isinstance(value, bool | list | dict):
                 continue
             kinds = field_types(props.get(name) or {})
             if len(kinds) != 1 or next(iter(kinds)) not in ASSIGNED:
@@ -168,6 +172,7 @@ def _report(flow: Flow, system: dict[str, list[str]], rng: random.Random) -> Rep
             if seeded and value in seeded.get(next(iter(kinds)), ()):
                 continue
             options.append((record, name, value))
+    options = options or ids
     if not options:
         return None
     record, name, value = rng.choice(options)
@@ -239,7 +244,11 @@ def tell(flow: Flow, report: Report | None, rng: random.Random) -> str:
         branch = stage.branch
         if branch is not None:
             amount = spoken_amount(branch.threshold) + (f" {branch.unit}" if branch.unit else "")
-            branch.text = rng.choice(branch.rule.text).format(threshold=amount)
+            instead = next((d for d in stage.done if d.reaction is branch.rule.instead), None)
+            slots = {"when": "", "minutes": "", "container": "the right one", **(instead.slots if instead else {})}
+            if instead is not None and instead.reaction.minutes:
+                slots["minutes"] = str(instead.reaction.minutes)
+            branch.text = rng.choice(branch.rule.text).format(threshold=amount, **slots)
             parts.append(rng.choice(RULE).format(text=branch.text))
     if report is not None:
         key, _, field, entity = report

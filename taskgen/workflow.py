@@ -86,6 +86,7 @@ class Workflows:
             ident = resolve_schema(dict(props.get("id") or {}), {}).get(SEMANTIC_KEY)
             if isinstance(ident, str) and meta.op in ("get", "list", "create"):
                 self.id_entity.setdefault(ident, (entry.service, meta.entity))
+        self._by_text: dict[str, dict[str, list[dict[str, Any]]]] = {}
         today = dt.datetime.fromisoformat(walker.clock.replace("Z", "+00:00"))
         self.today = today
 
@@ -194,11 +195,7 @@ class Workflows:
         anchor = record.anchor
         if anchor is None or self.hub.registry.services[service].native is None:
             return None
-        others = [
-            r
-            for r in self.walker.seeded_records(service)
-            if r.get("id") != record.record.get("id") and anchor in (v for v in r.values() if isinstance(v, str))
-        ]
+        others = [r for r in self._holding(service).get(anchor, []) if r.get("id") != record.record.get("id")]
         if not others or record.record.get("id") not in self.walker.seeded_ids(service):
             return None
         props = record.schema.get("properties", {})
@@ -214,6 +211,16 @@ class Workflows:
                 if all(other.get(name) != value for other in others):
                     return {"field": name, "value": value}
         return None
+
+    def _holding(self, service: str) -> dict[str, list[dict[str, Any]]]:
+        """Text value -> the seeded records of ``service`` holding it in some field (built once)."""
+        found = self._by_text.get(service)
+        if found is None:
+            found = self._by_text[service] = {}
+            for record in self.walker.seeded_records(service):
+                for value in {v for v in record.values() if isinstance(v, str)}:
+                    found.setdefault(value, []).append(record)
+        return found
 
     def unique(self, service: str, anchor: str) -> bool:
         """Whether ``anchor`` names exactly one seeded record of ``service`` (in any text field)."""
@@ -366,7 +373,10 @@ class Workflows:
         slots: dict[str, str] = {}
         mention: tuple[str, Carried] | None = None
         when = self._when(reaction)
-        linked: set[str] = set()  # roles already carried: each link fills one parameter
+        linked: set[str] = set()  # roles carried (or used by a lookup): every link must be
+        pairs: set[tuple[str, str]] = (
+            set()
+        )  # (role, type) carried: each fills one parameter (a name and an email may both)
         ordered = sorted(props, key=lambda n: n not in required)
         for name in ordered:
             kind = kinds.get(name, "")
@@ -374,12 +384,13 @@ class Workflows:
             listed = prop.get("type") == "array"
             item = resolve_schema(dict(prop.get("items") or {}), defs) if listed else prop
             role = self.param_role(entry, name)
-            link = self._linked(flow, reaction, role, kind) if kind and role not in linked else None
+            link = self._linked(flow, reaction, role, kind) if kind and (role, kind) not in pairs else None
             if link is not None and role is not None:
                 args[name] = [{"$ref": link.ref}] if listed else {"$ref": link.ref}
                 carried[name] = link
                 checked.add(name)
                 linked.add(role)
+                pairs.add((role, kind))
                 continue
             if kind.endswith("_id") and kind in self.id_entity:
                 if name not in required and not self._is_trigger_id(flow, kind):
@@ -413,6 +424,10 @@ class Workflows:
                 args[name] = given[name] = [text] if listed else text
                 if mentioned is not None and kind in ("document_text", "message_text", "note"):
                     mention = (name, mentioned)
+                continue
+            if "const" in item or item.get("type") == "boolean":
+                value = item.get("const", item.get("default", True))  # a required confirmation (consent given)
+                args[name] = given[name] = value
                 continue
             if "enum" in item:
                 value = rng.choice(item["enum"])
