@@ -37,6 +37,10 @@ Writer = Callable[[ServiceSpec], dict[str, str]]
 REPORT = "report.json"
 CONTRIB_DIR = Path(__file__).resolve().parents[1] / "contrib"
 _attempts = itertools.count()
+SIMULATED = (
+    "a simulated spec has no offline implementation to build: the world model serves it from "
+    "worldmodel/specs/ (compoworld worldmodel check NAME)"
+)
 
 
 @dataclass
@@ -59,6 +63,8 @@ def build_spec(path: Path, catalog: Path = CATALOG_DIR, examples: int = 4) -> Bu
     """Validate, run and verify one spec file; copy it into ``catalog`` when it passes."""
     try:
         spec = load_spec(path)
+        if spec.simulated:
+            raise ValueError(SIMULATED)
         service = build_service(spec)
     except Exception as exc:  # an invalid spec: nothing to keep
         name = Path(path).stem
@@ -80,6 +86,10 @@ def build(
     repair_rounds: int = 1,
 ) -> BuildResult:
     """Write, import and verify a Python package for ``spec``; keep it in ``root`` only if it passes."""
+    if spec.simulated:
+        return BuildResult(
+            spec.name, backend, False, Verification(spec.name, failures=[Check("spec", None, SIMULATED)])
+        )
     try:
         files = writer(spec)
         service = load_service(files, spec.name, f"build{next(_attempts)}")

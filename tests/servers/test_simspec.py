@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from servers.construction.pipeline import build_spec
 from servers.construction.simspec import input_schema, output_schema
 from servers.construction.spec import ServiceSpec
 
@@ -190,3 +191,11 @@ def test_the_simulated_subset_is_refused_in_a_spec_run_spec(change: Any, message
     change(data)
     with pytest.raises(ValueError, match=message):
         ServiceSpec.model_validate(data)
+
+
+def test_a_simulated_spec_is_not_built_into_the_catalog(tmp_path: Path) -> None:
+    path = tmp_path / "ferry.json"
+    path.write_text(json.dumps(FERRY))
+    result = build_spec(path, catalog=tmp_path / "catalog")
+    assert not result.ok and "no offline implementation" in str(result.verification.failures[0])
+    assert not (tmp_path / "catalog").exists()
