@@ -32,7 +32,8 @@ def test_graph_links_tools_across_services_by_semantic_type(hub: Hub) -> None:
 def test_cli_generates_stats_and_shows_tasks(tmp_path: Path) -> None:
     out = tmp_path / "tasks.jsonl"
     # A handful of services keeps each subprocess's hub small; the full hub is tested in-process.
-    made = run("tasks", "generate", "-n", "4", "--seed", "3", "--services", FEW, "--out", str(out))
+    # (random walks: business patterns need the library's breadth, more than a handful of services)
+    made = run("tasks", "generate", "-n", "4", "--seed", "3", "--services", FEW, "--source", "walks", "--out", str(out))
     assert made.returncode == 0, made.stderr
     stats = json.loads(run("tasks", "stats", str(out), "--json").stdout)
     assert stats["n_tasks"] == 4 and "gate_rejections" in stats and "distinct_service_combos" in stats
