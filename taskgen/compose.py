@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from hub.collateral import allowances, units
@@ -167,12 +168,17 @@ def effect_criteria(
     mentions: dict[tuple[int, str], Carried],
     system: frozenset[str],
     checked: set[str] | None = None,
+    states: Iterable[Any] = (),
 ) -> list[dict[str, Any]]:
     """What a write step's changes must look like in the final world. With ``checked`` (the
     arguments the instruction asks for), a new record is matched on those alone and an updated
     one ignores the fields that an argument nobody asked about set."""
     service = step.entry.service
     unasked = set(step.given) - checked if checked is not None else set()
+    # With ``checked``, an updated record is matched on the fields whose new value the task asked
+    # for (a checked argument's value, a target state), not on values the service chose itself
+    # (a stamp, a reviewer an unasked argument named under another field's name).
+    asked = {repr(v) for n in checked or () for v in leaves(step.resolved.get(n))} | {repr(v) for v in states}
     touched: dict[tuple[str, str], list[Change]] = {}
     expanded: list[Change] = []
     for change in changes:
@@ -247,6 +253,8 @@ def effect_criteria(
                 field = (_split(change.path) or ("", "", []))[2][:1]
                 if field and field[0] not in system and field[0] not in unasked:
                     value = after.get(field[0])
+                    if checked is not None and field[0] not in checked and repr(value) not in asked:
+                        continue
                     if isinstance(value, str | int | float | bool) or (
                         isinstance(value, list) and all(isinstance(v, str | int | float) for v in value)
                     ):

@@ -99,10 +99,14 @@ def _chain(workflows: Workflows, flow: Flow, rng: random.Random) -> bool:
     options = [
         (pattern, record)
         for pattern in load_patterns()
-        if pattern.id not in taken
+        if pattern.id not in taken and pattern.trigger.chainable
         for record in made
         if record.entity in {humanize(e) for e in pattern.trigger.entity}
         and all(record.fields(role, kind or None) for role, kind in workflows.trigger_needs(pattern))
+        and (
+            not pattern.trigger.state
+            or any(v in pattern.trigger.state for v in record.record.values() if isinstance(v, str))
+        )
     ]
     if not options:
         return False

@@ -39,10 +39,14 @@ checks only what the instruction asks for:
   free text mentions the ``mention`` step's record name (checked for message bodies);
 - anything else keeps a plausible value the agent may choose differently: not checked.
 
-``follows`` (an earlier reaction's id) acts in that reaction's service, on the record it made
-(add a line to the invoice just opened). ``optional`` reactions are dropped when no service
-offers them. **Rules** compare a source value
-with a threshold drawn near the seeded values (so it goes either way): when it holds, the reaction
+``categories`` keeps a reaction to services of those categories, ``prefer`` names words the title of
+a ``{container}`` should have (a payment task goes to a finance project when there is one), and
+``choose`` the enum values to pick where a parameter offers them (notify by ``email``). A trigger
+that is ``chainable`` may also be a record an earlier pattern of the same task made (in one of its
+states), so a task can chain patterns. ``follows`` (an earlier reaction's id) acts in that
+reaction's service, on the record it made (add a line to the invoice just opened). ``optional``
+reactions are dropped when no service offers them. **Rules** compare a source value with a
+threshold drawn near the seeded values (so it goes either way): when it holds, the reaction
 ``skip`` names is not done and ``instead`` (if any) is done in its place; the rubric checks the
 branch taken. ``{threshold}`` in the text is the threshold, written as a person would.
 """
@@ -77,6 +81,9 @@ def _slots(texts: list[str]) -> set[str]:
 
 class Trigger(Strict):
     entity: list[str] = Field(min_length=1)
+    chainable: bool = Field(
+        default=False, description="The situation also arises from a record the task itself made (chained)."
+    )
     state: list[str] = Field(default_factory=list)
     situation: list[str] = Field(min_length=1, description="Phrasings; {anchor} names the record, {entity} its kind.")
 
@@ -96,6 +103,9 @@ class Reaction(Strict):
     minutes: int | None = Field(default=None, ge=5, le=480, description="Length: the end is this long after the start.")
     mention: str | None = Field(default=None, description="Step whose record name the free text mentions.")
     same_service: bool = False
+    categories: list[str] = Field(default_factory=list, description="Only services of these categories.")
+    prefer: list[str] = Field(default_factory=list, description="Words a {container}'s title should have.")
+    choose: list[str] = Field(default_factory=list, description="Enum values to pick where a parameter offers one.")
     follows: str | None = Field(
         default=None, description="An earlier reaction whose record (and service) this one acts on."
     )

@@ -69,7 +69,9 @@ def compose_flow(flow: Flow, task_id: str, seed: int, rng: random.Random, distra
         if step.entry.kind == "write" and step.changes:
             ignored = frozenset(system.get(step.entry.service, ()))
             checked = flow.checked.get(step.index, set())
-            criteria.extend(effect_criteria(step, step.changes, final, flow.mentions, ignored, checked))
+            done = next((d for d in flow.all_done if step.index in d.steps), None)
+            states = done.reaction.to if done is not None else []
+            criteria.extend(effect_criteria(step, step.changes, final, flow.mentions, ignored, checked, states))
     report = _report(flow, system, rng)
     expected_report: dict[str, Any] = {}
     if report is not None:
@@ -253,6 +255,7 @@ def tell(flow: Flow, report: Report | None, rng: random.Random) -> str:
     if report is not None:
         key, _, field, entity = report
         parts.append(rng.choice(REPORT).format(field=field, entity=entity, key=key))
+    parts[0] = parts[0][:1].upper() + parts[0][1:]  # a persona "the on-call manager" opens the request
     return "\n".join(parts) if stepwise else " ".join(parts)
 
 

@@ -56,6 +56,9 @@ QUALIFIER_TYPES: tuple[frozenset[str], ...] = (
 )
 """What a person tells namesakes apart by, in the order they would reach for it."""
 QUERY_TYPES = ("search_query",)
+PEOPLE_TYPES = frozenset({"email_address", "person_name", "phone_number"})
+FRESH_TYPES = frozenset({"reference_code", "product_sku", "username", "url", "web_domain"})
+"""Types whose values identify a record: a new one gets a new value, not a seeded one's."""
 PAGE_LIMIT = ("page_limit",)
 
 
@@ -256,6 +259,10 @@ class Workflows:
             candidates = [e for e in candidates if e.service != flow.trigger.service and e.service not in used]
         else:
             candidates = [e for e in candidates if e.service == flow.trigger.service]
+        if reaction.categories:
+            candidates = [
+                e for e in candidates if self.hub.registry.services[e.service].category in reaction.categories
+            ]
         candidates = [e for e in candidates if self._feasible(flow, reaction, e)]
         rng.shuffle(candidates)
         for entry in candidates[:12]:
@@ -298,12 +305,17 @@ class Workflows:
             if entry.service in flow.world.stateful_services
             else {}
         )
-        filled = self._fill(flow, reaction, entry, rng)
-        if filled is None:
+        step = None
+        for generous in (False, True):  # a refusal may want an optional note (a resolution, a reason)
+            filled = self._fill(flow, reaction, entry, rng, generous)
+            if filled is None:
+                self._undo(flow, mark, saved)
+                return None
+            args, carried, given, checked, slots, mention = filled
+            step = self._call(flow, entry, args, carried, given)
+            if step is not None or not self._has_optional_text(entry):
+                break
             self._undo(flow, mark, saved)
-            return None
-        args, carried, given, checked, slots, mention = filled
-        step = self._call(flow, entry, args, carried, given)
         if step is None or not self._reached(step, reaction):
             self._undo(flow, mark, saved)
             return None
@@ -315,6 +327,11 @@ class Workflows:
         if record is not None:
             record.entity = humanize(entry.meta.entity or "") if entry.meta else record.entity
         return Done(reaction, list(range(mark, step.index + 1)), record, entry.service, slots)
+
+    @staticmethod
+    def _has_optional_text(entry: ToolEntry) -> bool:
+        required = set(entry.input_schema.get("required", []))
+        return any(k in TEXT_TYPES and n not in required for n, k in param_types(entry).items())
 
     @staticmethod
     def _reached(step: StepInfo, reaction: Reaction) -> bool:
@@ -360,7 +377,7 @@ class Workflows:
         return Carried(kind, value, located.step, ref, located.service, name, label)
 
     def _fill(
-        self, flow: Flow, reaction: Reaction, entry: ToolEntry, rng: random.Random
+        self, flow: Flow, reaction: Reaction, entry: ToolEntry, rng: random.Random, generous: bool = False
     ) -> tuple[dict[str, Any], dict[str, Carried], dict[str, Any], set[str], dict[str, str], Any] | None:
         kinds = param_types(entry)
         props = entry.input_schema.get("properties", {})
@@ -417,7 +434,7 @@ class Workflows:
                 slots["when"] = self._spoken(when, kind)
                 flow.given.append(value)
                 continue
-            if name not in required:
+            if name not in required and not (generous and kind in TEXT_TYPES - {"tag", "search_query"}):
                 continue
             if kind in TEXT_TYPES or (not kind and item.get("type") == "string" and "enum" not in item):
                 text, mentioned = self._text(flow, reaction, name, kind)
@@ -430,10 +447,14 @@ class Workflows:
                 args[name] = given[name] = value
                 continue
             if "enum" in item:
-                value = rng.choice(item["enum"])
+                preferred = [v for v in reaction.choose if v in item["enum"]]
+                value = preferred[0] if preferred else rng.choice(item["enum"])
                 args[name] = given[name] = [value] if listed else value
                 continue
-            value = self._plausible(entry.service, kind, item, rng)
+            current = self._current(flow, entry, name)
+            if current is None and kind in PEOPLE_TYPES and entry.meta is not None and entry.meta.op == "send":
+                return None  # a message to someone nobody named: the agent could not know who
+            value = current if current is not None else self._plausible(entry.service, kind, item, rng)
             if value is None:
                 return None
             args[name] = given[name] = [value] if listed else value
@@ -472,7 +493,7 @@ class Workflows:
                 return found
         if entity not in reaction.within:
             return None  # acting on some record nobody named (replying to a random message): not this tool
-        return self._named(flow, service, entity, kind, rng, slots)
+        return self._named(flow, reaction, service, entity, kind, rng, slots)
 
     def _lookup(
         self, flow: Flow, reaction: Reaction, listing: ToolEntry, kind: str, linked: set[str]
@@ -486,7 +507,7 @@ class Workflows:
             if located is None:
                 continue
             fields = [f for f, r in roles.items() if r == target]
-            for _, value, vkind in located.fields(source.split(".", 1)[1]):
+            for _, value, vkind in located.fields(source.split(".", 1)[1].split(":")[0]):
                 if not isinstance(value, str):
                     continue
                 filters = [n for n, k in kinds.items() if k == vkind and n in fields]
@@ -509,15 +530,25 @@ class Workflows:
         return None
 
     def _named(
-        self, flow: Flow, service: str, entity: str, kind: str, rng: random.Random, slots: dict[str, str]
+        self,
+        flow: Flow,
+        reaction: Reaction,
+        service: str,
+        entity: str,
+        kind: str,
+        rng: random.Random,
+        slots: dict[str, str],
     ) -> Carried | None:
-        """A seeded record the instruction names by its title (``{container}``), or the only one."""
+        """A seeded record the instruction names by its title (``{container}``), or the only one;
+        one whose title has a word of the reaction's ``prefer`` when there is one."""
         for listing in self.listings.get((service, entity), []):
             step = self._call(flow, listing, self._page_args(listing), {}, {})
             if step is None:
                 continue
             records = self._located(step)
             named = [r for r in records if r.anchor and self.unique(service, r.anchor)]
+            fitting = [r for r in named if any(w.casefold() in str(r.anchor).casefold() for w in reaction.prefer)]
+            named = fitting or named
             if len(records) == 1 or named:
                 hit = records[0] if len(records) == 1 else rng.choice(named)
                 if len(records) > 1:
@@ -540,10 +571,9 @@ class Workflows:
     @staticmethod
     def _date_value(kind: str, role: str | None, reaction: Reaction, when: dt.datetime) -> str | None:
         moment = when
-        if role == "end":
-            if reaction.minutes is None:
-                return None
-            moment = when + dt.timedelta(minutes=reaction.minutes)
+        if role == "end" and reaction.minutes is not None:
+            moment = when + dt.timedelta(minutes=reaction.minutes)  # an event's end; without minutes, the
+            # end is the date itself (a quote valid until, a coupon that expires on {when})
         if kind == "date":
             return moment.date().isoformat()
         return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -573,8 +603,19 @@ class Workflows:
             return reaction.id.replace("_", "-")[:30], None
         return f"{purpose}: {topic}"[:120], None
 
+    def _current(self, flow: Flow, entry: ToolEntry, name: str) -> Any:
+        """For a write on the trigger's own record, the value its field of that name holds now
+        (a parameter nobody asked about must not overwrite what names the record)."""
+        if entry.service != flow.trigger.service or (entry.meta is not None and entry.meta.op in ("create", "send")):
+            return None
+        value = flow.trigger.record.get(name)
+        return value if isinstance(value, str | int | float) and not isinstance(value, bool) else None
+
     def _plausible(self, service: str, kind: str, item: dict[str, Any], rng: random.Random) -> Any:
-        """A value for a required parameter nobody asked about: one the service's seeded data holds."""
+        """A value for a required parameter nobody asked about: one the service's seeded data holds,
+        or for a code that must be unique (a confirmation number), a fresh one of its shape."""
+        if kind in FRESH_TYPES:
+            return self.walker.synth.value({**item, SEMANTIC_KEY: kind}, rng, kind)
         seeded = self.walker.seeded_values(service).get(kind, [])
         values = [v for v in seeded if isinstance(v, str | int | float) and not isinstance(v, bool)]
         if values:
