@@ -18,7 +18,7 @@ from taskgen.pattern import Pattern, Reaction, load_patterns
 from taskgen.walk import WalkError, humanize
 from taskgen.workflow import Workflows
 
-RULE_RATE = 0.7
+RULE_RATE = 0.85
 """Share of stages whose pattern has rules that state one (it holds in about half of them)."""
 CHAIN_RATE = 0.85
 """Chance to go on with another pattern when a stage made a record one starts from."""

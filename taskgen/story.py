@@ -17,6 +17,7 @@ from typing import Any
 
 from hub.collateral import allowances, units
 from hub.rubric import RUBRIC_VERSION, Rubric
+from servers.roles import ROLE_KEY, SYSTEM
 from taskgen.compose import effect_criteria, report_key
 from taskgen.flowmodel import Branch, Done, Flow, Located, Stage, spoken_amount
 from taskgen.graph import field_types
@@ -139,6 +140,13 @@ def compose_flow(flow: Flow, task_id: str, seed: int, rng: random.Random, distra
     )
 
 
+def _assigned(kind: str) -> bool:
+    """A type of value a service assigns or computes that someone would ask for: a number, a code
+    (``tracker.task_key``, ``invoicing.invoice_number``), an amount, a date; not a person, not a stamp."""
+    local = kind.rsplit(".", 1)[-1]
+    return kind in ASSIGNED or ("." in kind and any(w in local for w in ("key", "number", "code", "reference")))
+
+
 def _rule_meta(branch: Branch) -> dict[str, Any]:
     return {"id": branch.rule.id, "held": branch.held, "threshold": branch.threshold}
 
@@ -164,10 +172,10 @@ def _report(flow: Flow, system: dict[str, list[str]], rng: random.Random) -> Rep
             if name == "id":
                 ids.append((record, name, value))  # the number the system gave it: asked for when nothing else is
                 continue
-            if name in system.get(record.service, ()) or isinstance(value, bool | list | dict):
-                continue
+            if isinstance(value, bool | list | dict) or (props.get(name) or {}).get(ROLE_KEY) == SYSTEM:
+                continue  # (a key the service numbers is kept by the system, yet exactly what one asks for)
             kinds = field_types(props.get(name) or {})
-            if len(kinds) != 1 or next(iter(kinds)) not in ASSIGNED:
+            if len(kinds) != 1 or not _assigned(next(iter(kinds))):
                 continue
             if value in (None, "", 0, 1, 100) or repr(value) in given or (isinstance(value, str) and len(value) < 3):
                 continue

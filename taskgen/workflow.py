@@ -322,7 +322,13 @@ class Workflows:
         flow.checked[step.index] = checked
         if mention is not None:
             flow.mentions[(step.index, mention[0])] = mention[1]
-        located = self._located(step)
+        data = step.envelope.get("data")
+        if isinstance(data, dict) and "id" in data:
+            # the record the write made or changed is the answer itself (not the attendees inside it)
+            schema = record_schema(entry)
+            located = [Located(step.index, "data", data, schema, "", entry.service, anchor_of(data, schema))]
+        else:
+            located = self._located(step)
         record = located[0] if len(located) == 1 else None
         if record is not None:
             record.entity = humanize(entry.meta.entity or "") if entry.meta else record.entity
