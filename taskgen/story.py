@@ -160,7 +160,6 @@ def _report(flow: Flow, system: dict[str, list[str]], rng: random.Random) -> Rep
     the service itself decided (a number it assigned, a total it computed), with its key."""
     given = {repr(v) for s in flow.steps for v in leaves(s.resolved)} | {repr(v) for v in flow.given}
     options: list[tuple[Located, str, Any]] = []
-    ids: list[tuple[Located, str, Any]] = []
     for done in flow.all_done:
         record = done.record
         entry = flow.steps[record.step].entry if record is not None else None
@@ -170,8 +169,7 @@ def _report(flow: Flow, system: dict[str, list[str]], rng: random.Random) -> Rep
         props = record.schema.get("properties", {})
         for name, value in record.record.items():
             if name == "id":
-                ids.append((record, name, value))  # the number the system gave it: asked for when nothing else is
-                continue
+                continue  # an id is nothing a person asks for ("the id of the message you sent")
             if isinstance(value, bool | list | dict) or (props.get(name) or {}).get(ROLE_KEY) == SYSTEM:
                 continue  # (a key the service numbers is kept by the system, yet exactly what one asks for)
             kinds = field_types(props.get(name) or {})
@@ -182,7 +180,6 @@ def _report(flow: Flow, system: dict[str, list[str]], rng: random.Random) -> Rep
             if seeded and value in seeded.get(next(iter(kinds)), ()):
                 continue
             options.append((record, name, value))
-    options = options or ids
     if not options:
         return None
     record, name, value = rng.choice(options)
