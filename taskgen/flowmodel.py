@@ -8,6 +8,7 @@ chains patterns over the semantic graph of business workflows.
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -117,6 +118,7 @@ class Flow:
     given: list[Any] = field(default_factory=list)  # values the instruction states
     mounted_extra: list[str] = field(default_factory=list)  # services of skipped reactions
     today: str = ""  # the world's date, as the instruction says it
+    clock: str = "2026-01-01T00:00:00+00:00"  # the world's now (ISO 8601)
     retired: list[World] = field(default_factory=list)  # worlds a later stage forked from
 
     @property
@@ -156,6 +158,13 @@ class Flow:
     def services(self) -> list[str]:
         triggers = [s.trigger.service for s in self.stages]
         return list(dict.fromkeys([*triggers, *(d.service for d in self.all_done), *self.mounted_extra]))
+
+    def spoken_when(self, days: int) -> str:
+        """The working day ``days`` after today, at 10:00, as the instruction says a time."""
+        moment = dt.datetime.fromisoformat(self.clock) + dt.timedelta(days=days)
+        while moment.weekday() >= 5:
+            moment += dt.timedelta(days=1)
+        return f"{moment:%A} {moment.day} {moment:%B %Y} at 10:00 UTC"
 
     def close(self) -> None:
         for world in [self.world, *self.retired]:

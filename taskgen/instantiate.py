@@ -43,6 +43,7 @@ def instantiate(
     flow = Flow([Stage(pattern, Located(0, "", {}, {}, "", ""))], [], world)
     today = workflows.today
     flow.today = f"{today:%A} {today.day} {today:%B %Y}"
+    flow.clock = today.isoformat()
     try:
         flow.trigger = workflows.trigger(flow, rng)
         _run_stage(workflows, flow, rng, rule)

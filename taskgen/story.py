@@ -253,8 +253,12 @@ def tell(flow: Flow, report: Report | None, rng: random.Random) -> str:
             amount = spoken_amount(branch.threshold) + (f" {branch.unit}" if branch.unit else "")
             instead = next((d for d in stage.done if d.reaction is branch.rule.instead), None)
             slots = {"when": "", "minutes": "", "container": "the right one", **(instead.slots if instead else {})}
-            if instead is not None and instead.reaction.minutes:
-                slots["minutes"] = str(instead.reaction.minutes)
+            alternative = branch.rule.instead
+            if alternative is not None and alternative.minutes:
+                slots["minutes"] = str(alternative.minutes)
+            if alternative is not None and alternative.when is not None and not slots["when"]:
+                # the rule does not hold, so its alternative was not done: its date is still stated
+                slots["when"] = flow.spoken_when(alternative.when)
             branch.text = rng.choice(branch.rule.text).format(threshold=amount, **slots)
             parts.append(rng.choice(RULE).format(text=branch.text))
     if report is not None:

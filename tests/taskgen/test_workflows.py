@@ -27,6 +27,7 @@ DICTATION = (
     re.compile(r"\b[a-z]+_[a-z_]+\b(?!`)"),  # a field or tool identifier outside the report key
     re.compile(r"\bfrom step \d"),
     re.compile(r"(Follow-up: |Re: ){2}"),
+    re.compile(r"\{\w+\}|\s-minute|\bon\s+instead\b|\bfor\s{2}"),  # a slot left unfilled
 )
 
 
