@@ -45,6 +45,7 @@ def main() -> None:
     parser.add_argument("--budget", type=int, default=24, help="call attempts per adversary (the gate uses 8)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--source", choices=("patterns", "walks"), default="patterns")
     parser.add_argument(
         "--without-collateral",
         action="store_true",
@@ -59,7 +60,7 @@ def main() -> None:
 
     started = time.perf_counter()
     hub = default_hub()
-    batch = generate_parallel(args.n, seed=args.seed, workers=args.workers, hub=hub)
+    batch = generate_parallel(args.n, seed=args.seed, workers=args.workers, hub=hub, source=args.source)
     generation_s = time.perf_counter() - started
     walker = walker_for(hub, args.seed)
     names = ["oracle", "null", "half_plan", *PANEL]
