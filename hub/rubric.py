@@ -179,8 +179,8 @@ def _same(actual: Any, expected: Any, casefold: bool, version: int = RUBRIC_VERS
         # Sets, exactly: every expected item is there and nothing else is.
         have = actual if isinstance(actual, list) else [actual]
         want = expected if isinstance(expected, list) else [expected]
-        return all(any(_scalar_same(a, w, casefold) for w in want) for a in have) and all(
-            any(_scalar_same(a, w, casefold) for a in have) for w in want
+        return all(any(_item_same(a, w, casefold) for w in want) for a in have) and all(
+            any(_item_same(a, w, casefold) for a in have) for w in want
         )
     return _scalar_same(actual, expected, casefold)
 

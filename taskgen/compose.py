@@ -233,7 +233,10 @@ def effect_criteria(
                     elif value and isinstance(have, list) and all(v in have for v in value):
                         includes[name] = value  # the service adds items of its own (a sender…)
                     elif value and isinstance(have, list) and all(_in_records(v, have) for v in value):
-                        includes[name] = value  # sub-records holding the values (an event's attendees)
+                        # sub-records holding the values (an event's attendees): exactly those people,
+                        # or with others beside them when the service adds its own
+                        exact = len(have) == len(value)
+                        (match if exact else includes)[name] = value
                 elif isinstance(value, str | int | float | bool):
                     if have == value and isinstance(have, bool) == isinstance(value, bool):
                         match[name] = value

@@ -108,3 +108,27 @@ def test_unchanged_and_absent_criteria(hub: Hub) -> None:
 def test_rubrics_are_validated_data() -> None:
     with pytest.raises(ValidationError):
         Rubric.model_validate({"criteria": [{"id": "x", "description": "d", "kind": "python", "code": "1"}]})
+
+
+def test_people_in_sub_records_are_matched_exactly_or_included() -> None:
+    from hub.rubric import check
+
+    attendees = [{"email": "ann@x.io", "response": "needs_action"}, {"email": "bo@x.io", "response": "accepted"}]
+    final = {"calendar": {"events": {"evt_1": {"id": "evt_1", "title": "Kickoff", "attendees": attendees}}}}
+    initial: dict[str, Any] = {"calendar": {"events": {}}}
+
+    def criterion(**fields: Any) -> Any:
+        data = {
+            "id": "c1",
+            "kind": "record",
+            "service": "calendar",
+            "collection": "events",
+            "expect": "created",
+            "description": "The kickoff invites them",
+        }
+        return Rubric.model_validate({"criteria": [{**data, **fields}]}).criteria[0]
+
+    assert check(criterion(match={"attendees": ["ann@x.io", "bo@x.io"]}), initial, final, {}).passed
+    assert not check(criterion(match={"attendees": ["ann@x.io"]}), initial, final, {}).passed  # one too many invited
+    assert check(criterion(includes={"attendees": ["ann@x.io"]}), initial, final, {}).passed
+    assert not check(criterion(includes={"attendees": ["cy@x.io"]}), initial, final, {}).passed
