@@ -44,6 +44,11 @@ TRAP = (
     "(There are several records named '{anchor}'; it's the one with {field} {value}.)",
     "Note that '{anchor}' appears more than once; use the one where the {field} is {value}.",
 )
+REST = (
+    "Everything else goes ahead either way.",
+    "The rest of the list stands whatever the rule says.",
+    "The other steps still happen either way.",
+)
 CHAIN = (
     "Once the new {entity} exists:",
     "Then, for the {entity} you just created:",
@@ -261,6 +266,9 @@ def tell(flow: Flow, report: Report | None, rng: random.Random) -> str:
                 slots["when"] = flow.spoken_when(alternative.when)
             branch.text = rng.choice(branch.rule.text).format(threshold=amount, **slots)
             parts.append(rng.choice(RULE).format(text=branch.text))
+            # the rest of the request stands either way (an honest agent skipped everything when the
+            # rule blocked a first step of a list whose "later steps depend on earlier ones")
+            parts.append(rng.choice(REST))
     if report is not None:
         key, _, field, entity = report
         parts.append(rng.choice(REPORT).format(field=field, entity=entity, key=key))
