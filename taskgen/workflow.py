@@ -158,7 +158,10 @@ class Workflows:
                     and all(r.fields(role, kind or None) for role, kind in needs)
                 ]
                 found = [r for r in eligible if r.anchor and self.unique(service, r.anchor)]
-                trapped = [(r, q) for r in eligible if r not in found for q in [self.qualifier(service, r)] if q]
+                listed = self._located(step)
+                trapped = [
+                    (r, q) for r in eligible if r not in found for q in [self.qualifier(service, r, listed)] if q
+                ]
                 if trapped and (not found or rng.random() < TRAP_RATE):
                     chosen, qualifier = rng.choice(trapped)
                     flow.trap = {"kind": "near_duplicate", **qualifier}
@@ -191,16 +194,18 @@ class Workflows:
                 out.add((role, kind))
         return out
 
-    def qualifier(self, service: str, record: Located) -> dict[str, Any] | None:
+    def qualifier(self, service: str, record: Located, siblings: list[Located]) -> dict[str, Any] | None:
         """What tells ``record`` apart from the other seeded records sharing its name (a stale
-        copy, a namesake): a field whose value none of them has, as a person would say it
-        (the company, the person, the status, the date), or None."""
+        copy, a namesake among ``siblings``, the records of its kind): a field whose value none of
+        the records holding that name has, as a person would say it (the company, the person, the
+        status, the date), or None."""
         anchor = record.anchor
         if anchor is None or self.hub.registry.services[service].native is None:
             return None
         others = [r for r in self._holding(service).get(anchor, []) if r.get("id") != record.record.get("id")]
-        if not others or record.record.get("id") not in self.walker.seeded_ids(service):
-            return None
+        namesakes = [s for s in siblings if s.anchor == anchor and s.record.get("id") != record.record.get("id")]
+        if not namesakes or record.record.get("id") not in self.walker.seeded_ids(service):
+            return None  # "there are several 'X'" must be true where the agent looks: among records of its kind
         props = record.schema.get("properties", {})
         for kinds in QUALIFIER_TYPES:
             for name, value in record.record.items():
