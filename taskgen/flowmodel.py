@@ -12,6 +12,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any
 
+from hub.collateral import Unit
 from hub.registry import ToolEntry
 from hub.world import World
 from servers.roles import ROLE_KEY
@@ -120,6 +121,7 @@ class Flow:
     today: str = ""  # the world's date, as the instruction says it
     clock: str = "2026-01-01T00:00:00+00:00"  # the world's now (ISO 8601)
     retired: list[World] = field(default_factory=list)  # worlds a later stage forked from
+    tolerated: list[Unit] = field(default_factory=list)  # field changes another free choice would cause
 
     @property
     def stage(self) -> Stage:

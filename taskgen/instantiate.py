@@ -96,7 +96,10 @@ def _run_stage(workflows: Workflows, flow: Flow, rng: random.Random, rule: bool 
 def _chain(workflows: Workflows, flow: Flow, rng: random.Random) -> bool:
     """Go on with a pattern triggered by a record the current stage made; False when none can."""
     taken = {s.pattern.id for s in flow.stages}
-    made = [d.record for d in flow.done if d.record is not None and _created(flow, d)]
+    branch = flow.stage.branch
+    instead = branch.rule.instead if branch is not None else None
+    # a record a rule's alternative made is not chained on: the rule is stated after the stages
+    made = [d.record for d in flow.done if d.record is not None and _created(flow, d) and d.reaction is not instead]
     options = [
         (pattern, record)
         for pattern in load_patterns()
@@ -113,6 +116,7 @@ def _chain(workflows: Workflows, flow: Flow, rng: random.Random) -> bool:
         return False
     pattern, record = rng.choice(options)
     mark, checked, mentions = len(flow.steps), dict(flow.checked), dict(flow.mentions)
+    tolerated = list(flow.tolerated)
     extra, original = list(flow.mounted_extra), flow.world
     flow.world = original.fork()
     flow.stages.append(Stage(pattern, record, chained=True))
@@ -123,7 +127,7 @@ def _chain(workflows: Workflows, flow: Flow, rng: random.Random) -> bool:
         flow.world = original
         flow.stages.pop()
         del flow.steps[mark:]
-        flow.checked, flow.mentions, flow.mounted_extra = checked, mentions, extra
+        flow.checked, flow.mentions, flow.mounted_extra, flow.tolerated = checked, mentions, extra, tolerated
         return False
     flow.retired.append(original)
     return True

@@ -95,7 +95,8 @@ def compose_flow(flow: Flow, task_id: str, seed: int, rng: random.Random, distra
         {
             "kind": "collateral",
             "negative": True,
-            "allowed": [u.model_dump() for u in allowances(units(initial, final, system))],
+            # what the oracle changed, and what another value of a choice nobody asked for would change
+            "allowed": [u.model_dump() for u in allowances([*units(initial, final, system), *flow.tolerated])],
             "ignore": system,
             "description": "Nothing changed that the request does not ask for",
         }
@@ -185,10 +186,18 @@ def _report(flow: Flow, system: dict[str, list[str]], rng: random.Random) -> Rep
             if seeded and value in seeded.get(next(iter(kinds)), ()):
                 continue
             options.append((record, name, value))
+    made: list[str] = [d.record.entity for d in flow.all_done if d.record is not None and _made(flow, d)]
+    # "the key of the new task" must name one record: not asked when the task made two of its kind
+    options = [o for o in options if made.count(o[0].entity) == 1]
     if not options:
         return None
     record, name, value = rng.choice(options)
     return report_key(record.entity, name), value, humanize(name), record.entity
+
+
+def _made(flow: Flow, done: Done) -> bool:
+    entry = flow.steps[done.steps[-1]].entry
+    return entry.meta is not None and entry.meta.op in ("create", "send")
 
 
 def _ask(done: Done, stage: Stage, flow: Flow, rng: random.Random) -> str:

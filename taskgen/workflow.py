@@ -20,6 +20,7 @@ import datetime as dt
 import random
 from typing import Any
 
+from hub.collateral import Unit, units
 from hub.core import Hub
 from hub.registry import ToolEntry
 from servers.roles import ROLE_KEY, SYSTEM
@@ -56,6 +57,8 @@ QUALIFIER_TYPES: tuple[frozenset[str], ...] = (
 )
 """What a person tells namesakes apart by, in the order they would reach for it."""
 QUERY_TYPES = ("search_query",)
+ALTERNATIVES = 4
+"""Other values of an unasked choice tried per parameter (see Workflows._alternatives)."""
 PEOPLE_TYPES = frozenset({"email_address", "person_name", "phone_number"})
 FRESH_TYPES = frozenset({"reference_code", "product_sku", "username", "url", "web_domain"})
 """Types whose values identify a record: a new one gets a new value, not a seeded one's."""
@@ -325,6 +328,7 @@ class Workflows:
             self._undo(flow, mark, saved)
             return None
         flow.checked[step.index] = checked
+        flow.tolerated.extend(self._alternatives(flow, entry, step, checked, saved))
         if mention is not None:
             flow.mentions[(step.index, mention[0])] = mention[1]
         data = step.envelope.get("data")
@@ -338,6 +342,37 @@ class Workflows:
         if record is not None:
             record.entity = humanize(entry.meta.entity or "") if entry.meta else record.entity
         return Done(reaction, list(range(mark, step.index + 1)), record, entry.service, slots)
+
+    def _alternatives(
+        self, flow: Flow, entry: ToolEntry, step: StepInfo, checked: set[str], saved: dict[str, Any]
+    ) -> list[Unit]:
+        """The field changes the write would have made with another value of a choice nobody asked
+        about (a call-to-action's type): an agent choosing differently is not causing damage when
+        the service cascades that choice (a risk CTA marks the account at risk)."""
+        service = entry.service
+        native = self.hub.registry.services[service].native
+        if service not in saved or native is None:
+            return []
+        defs = entry.input_schema.get("$defs", {})
+        props = entry.input_schema.get("properties", {})
+        system = {service: sorted(native.system_fields)}
+        before = saved[service].snapshot()
+        out: list[Unit] = []
+        for name, value in step.given.items():
+            item = resolve_schema(dict(props.get(name) or {}), defs)
+            options = [v for v in item.get("enum", []) if v != value][:ALTERNATIVES]
+            for option in options if name not in checked else []:
+                scratch = flow.world.fork()
+                try:
+                    scratch.rollback(service, saved[service].share())
+                    arguments = {**step.resolved, name: option}
+                    if scratch.call(entry.qualified, arguments).get("success"):
+                        after = scratch.slot(service).snapshot()
+                        changed = units({service: before}, {service: after}, system)
+                        out.extend(u for u in changed if u.op == "update")
+                finally:
+                    scratch.close()
+        return out
 
     @staticmethod
     def _has_optional_text(entry: ToolEntry) -> bool:
