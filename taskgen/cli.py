@@ -80,6 +80,12 @@ def generate_cmd(
     source: Annotated[
         str, typer.Option(help="patterns: business workflow patterns; walks: random walks over the tool graph.")
     ] = "patterns",
+    writer: Annotated[
+        str | None,
+        typer.Option(
+            help="Rewrite each instruction with this model (any OpenAI-compatible endpoint, OPENAI_BASE_URL)."
+        ),
+    ] = None,
 ) -> None:
     """Generate verified tasks (same seed, same file) and write them as JSONL."""
     from taskgen.generate import default_hub, generate, generate_parallel, stats
@@ -106,8 +112,18 @@ def generate_cmd(
             result = generate(
                 n, seed, hub, min_services=min_services, on_task=lambda t: progress.advance(bar), source=_source(source)
             )
+    rewrites: dict[str, int] = {}
+    if writer:
+        from taskgen.rewrite import Rewriter
+
+        rewriter = Rewriter(writer)
+        for index, task in enumerate(result.tasks):
+            result.tasks[index], outcome = rewriter.rewrite(task)  # unsafe rewrites keep the templated text
+            rewrites[outcome] = rewrites.get(outcome, 0) + 1
     write_jsonl(result.tasks, out)
     summary = stats(result.tasks, dict(result.rejections))
+    if writer:
+        summary["rewrites"] = rewrites
     summary["attempts"] = result.attempts
     out.with_suffix(".stats.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
     err.print(

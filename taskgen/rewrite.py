@@ -3,7 +3,9 @@
 Any OpenAI-compatible chat-completions endpoint, through the ``openai`` client. The model sees
 only the templated instruction (which holds no carried values) and is asked to keep every quoted
 name and literal exactly. A rewrite that leaks a carried value, drops a quoted literal or fails
-is discarded and the templated text kept; the caller learns which happened.
+is discarded and the templated text kept; the caller learns which happened. For pattern tasks
+the dates, amounts, emails, report key and a trap's qualifier must survive too
+(:func:`kept_literals`), so the rewrite names the same records, deadlines and thresholds.
 """
 
 from __future__ import annotations
@@ -20,10 +22,31 @@ from taskgen.task import Task
 PROMPT = (
     "Rewrite this task instruction for an assistant as one fluent paragraph, as a busy colleague would write "
     "it. Keep every quoted value ('...') exactly as written, keep every step, constraint and the requested "
-    "report, add no new facts and no numbers. Reply with the rewritten paragraph only.\n\n"
+    "report, every date, time, amount and email address exactly as written, add no new facts and no "
+    "numbers. Reply with the rewritten text only.\n\n"
 )
 
 Outcome = Literal["rewritten", "leak", "dropped_literal", "failed"]
+
+
+def kept_literals(task: Task) -> list[str]:
+    """What a rewrite must keep word for word: quoted names, the report key, dates and amounts (a
+    deadline, a threshold), email addresses, and the values that tell a trap's record apart."""
+    text = task.instruction
+    found = re.findall(r"'([^']{3,})'", text) + re.findall(r"`([^`]+)`", text)
+    found += re.findall(
+        r"\b\d{1,2} (?:January|February|March|April|May|June|July|August|September|October|"
+        r"November|December) \d{4}\b",
+        text,
+    )
+    found += re.findall(r"\b\d{1,3}(?:,\d{3})+(?:\.\d+)?\b|\b\d{2}:\d{2}\b", text)
+    found += re.findall(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+", text)
+    for trap in task.meta.get("traps", []):
+        value = str(trap.get("value", ""))
+        spoken = value.replace("_", " ") if re.fullmatch(r"[a-z0-9_]+", value) else value
+        if spoken and spoken in text:
+            found.append(spoken)
+    return list(dict.fromkeys(found))
 
 
 class Rewriter:
@@ -49,8 +72,7 @@ class Rewriter:
             return task, "failed"
         if not text:
             return task, "failed"
-        literals = re.findall(r"'([^']{3,})'", task.instruction)
-        if any(literal.casefold() not in text.casefold() for literal in literals):
+        if any(literal.casefold() not in text.casefold() for literal in kept_literals(task)):
             return task, "dropped_literal"
         candidate = task.model_copy(update={"instruction": text, "meta": {**task.meta, "templated": task.instruction}})
         if leaks(candidate):

@@ -16,10 +16,12 @@ from taskgen.generate import Generation, generate, generate_parallel
 from taskgen.instantiate import instantiate
 from taskgen.oracle import run_plan
 from taskgen.pattern import Pattern, load_patterns
+from taskgen.rewrite import Rewriter
 from taskgen.story import compose_flow
 from taskgen.task import Task
 from taskgen.walk import WalkError, walker_for
 from taskgen.workflow import Workflows
+from tests.conftest import ScriptedOpenAI
 
 DICTATION = (
     re.compile(r"\b[a-z]+(?: [a-z]+)? = (?:the|')"),  # "email = the email of ..."
@@ -215,3 +217,20 @@ def _try(workflows: Workflows, pattern: Pattern, index: int, rule: bool) -> Flow
         return instantiate(workflows, pattern, random.Random(f"branch:{index}"), rule=rule, chain=False)
     except WalkError:
         return None
+
+
+def test_a_written_instruction_is_kept_only_with_its_names_dates_and_qualifier(
+    openai_server: ScriptedOpenAI, pattern_tasks: Generation
+) -> None:
+    task = next(t for t in pattern_tasks.tasks if t.meta["traps"] and re.search(r"\d{4} at \d{2}:\d{2}", t.instruction))
+    rewriter = Rewriter("writer-1", base_url=openai_server.url)
+    openai_server.replies = ["Quick one from me. " + task.instruction]
+    rewritten, outcome = rewriter.rewrite(task)
+    assert outcome == "rewritten" and rewritten.meta["templated"] == task.instruction
+    when = re.search(r"\d{1,2} [A-Z][a-z]+ \d{4}", task.instruction)
+    assert when is not None
+    openai_server.replies = [task.instruction.replace(when.group(0), "next week")]
+    assert rewriter.rewrite(task)[1] == "dropped_literal"  # the deadline is what the rubric checks
+    qualifier = str(task.meta["traps"][0]["value"]).replace("_", " ")
+    openai_server.replies = [task.instruction.replace(qualifier, "the usual one")]
+    assert rewriter.rewrite(task)[1] == "dropped_literal"  # without it the record is ambiguous again
