@@ -20,16 +20,17 @@ import datetime as dt
 import random
 from typing import Any
 
-from hub.collateral import Unit, units
 from hub.core import Hub
 from hub.registry import ToolEntry
 from servers.roles import ROLE_KEY, SYSTEM
 from servers.state import diff
 from servers.types import SEMANTIC_KEY
-from taskgen.flowmodel import Branch, Done, Flow, Located, is_currency, own_role, record_schema, round_amount
+from taskgen.flowmodel import Branch, Done, Flow, Located, own_role, record_schema
 from taskgen.graph import field_types, param_types
 from taskgen.pattern import Pattern, Reaction, Rule
+from taskgen.rules import rule_branch
 from taskgen.task import resolve
+from taskgen.tolerance import alternatives
 from taskgen.walk import (
     FREE_TEXT,
     Carried,
@@ -57,8 +58,6 @@ QUALIFIER_TYPES: tuple[frozenset[str], ...] = (
 )
 """What a person tells namesakes apart by, in the order they would reach for it."""
 QUERY_TYPES = ("search_query",)
-ALTERNATIVES = 4
-"""Other values of an unasked choice tried per parameter (see Workflows._alternatives)."""
 PEOPLE_TYPES = frozenset({"email_address", "person_name", "phone_number"})
 FRESH_TYPES = frozenset({"reference_code", "product_sku", "username", "url", "web_domain"})
 """Types whose values identify a record: a new one gets a new value, not a seeded one's."""
@@ -328,7 +327,7 @@ class Workflows:
             self._undo(flow, mark, saved)
             return None
         flow.checked[step.index] = checked
-        flow.tolerated.extend(self._alternatives(flow, entry, step, checked, saved))
+        flow.tolerated.extend(alternatives(self.hub, flow.world, entry, step, checked, saved))
         if mention is not None:
             flow.mentions[(step.index, mention[0])] = mention[1]
         data = step.envelope.get("data")
@@ -342,37 +341,6 @@ class Workflows:
         if record is not None:
             record.entity = humanize(entry.meta.entity or "") if entry.meta else record.entity
         return Done(reaction, list(range(mark, step.index + 1)), record, entry.service, slots)
-
-    def _alternatives(
-        self, flow: Flow, entry: ToolEntry, step: StepInfo, checked: set[str], saved: dict[str, Any]
-    ) -> list[Unit]:
-        """The field changes the write would have made with another value of a choice nobody asked
-        about (a call-to-action's type): an agent choosing differently is not causing damage when
-        the service cascades that choice (a risk CTA marks the account at risk)."""
-        service = entry.service
-        native = self.hub.registry.services[service].native
-        if service not in saved or native is None:
-            return []
-        defs = entry.input_schema.get("$defs", {})
-        props = entry.input_schema.get("properties", {})
-        system = {service: sorted(native.system_fields)}
-        before = saved[service].snapshot()
-        out: list[Unit] = []
-        for name, value in step.given.items():
-            item = resolve_schema(dict(props.get(name) or {}), defs)
-            options = [v for v in item.get("enum", []) if v != value][:ALTERNATIVES]
-            for option in options if name not in checked else []:
-                scratch = flow.world.fork()
-                try:
-                    scratch.rollback(service, saved[service].share())
-                    arguments = {**step.resolved, name: option}
-                    if scratch.call(entry.qualified, arguments).get("success"):
-                        after = scratch.slot(service).snapshot()
-                        changed = units({service: before}, {service: after}, system)
-                        out.extend(u for u in changed if u.op == "update")
-                finally:
-                    scratch.close()
-        return out
 
     @staticmethod
     def _has_optional_text(entry: ToolEntry) -> bool:
@@ -674,25 +642,5 @@ class Workflows:
     # -- rules -------------------------------------------------------------------------------
 
     def branch(self, flow: Flow, rule: Rule, rng: random.Random, held: bool | None = None) -> Branch | None:
-        """The rule with a threshold on the trigger's value that sends the workflow either way."""
-        located = self._source(flow, rule.source)
-        if located is None:
-            return None
-        numbers = [(n, v) for n, v, _ in located.fields(rule.source.split(".", 1)[1]) if isinstance(v, int | float)]
-        if not numbers:
-            return None
-        value = float(numbers[0][1])
-        if value <= 0:
-            return None
-        coin = rng.random() < 0.5
-        held = coin if held is None else held
-        factor = rng.choice((0.5, 0.6, 0.75, 0.8)) if (rule.op == ">") == held else rng.choice((1.25, 1.5, 2.0))
-        threshold = round_amount(value * factor)
-        if (
-            threshold <= 0
-            or threshold == value
-            or ((value > threshold) if rule.op == ">" else (value < threshold)) != held
-        ):
-            return None
-        currency = next((v for v in located.record.values() if isinstance(v, str) and is_currency(located, v)), "")
-        return Branch(rule, threshold, value, held, unit=currency)
+        """The rule with a threshold on its source value (see :func:`taskgen.rules.branch`)."""
+        return rule_branch(self._source(flow, rule.source), rule, rng, held)
