@@ -58,6 +58,8 @@ QUALIFIER_TYPES: tuple[frozenset[str], ...] = (
 )
 """What a person tells namesakes apart by, in the order they would reach for it."""
 QUERY_TYPES = ("search_query",)
+INACTIVE = frozenset({"archived", "closed", "inactive", "cancelled", "deleted", "retired"})
+"""States of a record nobody files new work under (an archived project)."""
 PEOPLE_TYPES = frozenset({"email_address", "person_name", "phone_number"})
 FRESH_TYPES = frozenset({"reference_code", "product_sku", "username", "url", "web_domain"})
 """Types whose values identify a record: a new one gets a new value, not a seeded one's."""
@@ -313,16 +315,22 @@ class Workflows:
             else {}
         )
         step = None
-        for generous in (False, True):  # a refusal may want an optional note (a resolution, a reason)
+        # A refusal may want an optional note (a resolution, a reason), or another named container
+        # (a channel the user has not joined): a second and third fill draw those anew.
+        tries = (False, True, True) if reaction.within else (False, True)
+        for generous in tries:
             filled = self._fill(flow, reaction, entry, rng, generous)
             if filled is None:
                 self._undo(flow, mark, saved)
                 return None
             args, carried, given, checked, slots, mention = filled
             step = self._call(flow, entry, args, carried, given)
-            if step is not None or not self._has_optional_text(entry):
+            if step is not None or (not self._has_optional_text(entry) and not reaction.within):
                 break
             self._undo(flow, mark, saved)
+            if "named" in slots:  # the container it was filed under is named no more
+                flow.references = [r for r in flow.references if r.get("value") != slots["named"]]
+                flow.given = [v for v in flow.given if v != slots["named"]]
         if step is None or not self._reached(step, reaction):
             self._undo(flow, mark, saved)
             return None
@@ -559,7 +567,9 @@ class Workflows:
             step = self._call(flow, listing, self._page_args(listing), {}, {})
             if step is None:
                 continue
-            records = self._located(step)
+            records = [
+                r for r in self._located(step) if not INACTIVE & {v for v in r.record.values() if isinstance(v, str)}
+            ]
             named = [r for r in records if r.anchor and self.unique(service, r.anchor)]
             fitting = [r for r in named if any(w.casefold() in str(r.anchor).casefold() for w in reaction.prefer)]
             named = fitting or named
@@ -567,6 +577,7 @@ class Workflows:
                 hit = records[0] if len(records) == 1 else rng.choice(named)
                 if len(records) > 1:
                     slots["container"] = f"the {humanize(entity)} '{hit.anchor}'"
+                    slots["named"] = str(hit.anchor)
                     flow.references.append({"service": service, "value": str(hit.anchor), "qualifier": None})
                     flow.given.append(hit.anchor)
                 ref = f"steps.{step.index}.{hit.path}.id"
@@ -628,7 +639,8 @@ class Workflows:
     def _plausible(self, service: str, kind: str, item: dict[str, Any], rng: random.Random) -> Any:
         """A value for a required parameter nobody asked about: one the service's seeded data holds,
         or for a code that must be unique (a confirmation number), a fresh one of its shape."""
-        if kind in FRESH_TYPES:
+        local = kind.rsplit(".", 1)[-1]
+        if kind in FRESH_TYPES or ("." in kind and any(w in local for w in ("number", "code", "reference"))):
             return self.walker.synth.value({**item, SEMANTIC_KEY: kind}, rng, kind)
         seeded = self.walker.seeded_values(service).get(kind, [])
         values = [v for v in seeded if isinstance(v, str | int | float) and not isinstance(v, bool)]
