@@ -69,7 +69,10 @@ def _run_stage(workflows: Workflows, flow: Flow, rng: random.Random, rule: bool 
     if rule and branch is None:
         raise WalkError("no_rule")
     stage.branch = branch
-    used: set[str] = set()
+    # A later stage posts no second round of broadcasts where earlier ones went (another note to a
+    # team channel): that reads as a recipe, not as a colleague's request. A message to a person
+    # (linked by role) may follow one to another person.
+    used: set[str] = {d.service for s in flow.stages[:-1] for d in s.done if _sends(flow, d) and not d.reaction.links}
     for reaction in pattern.reactions:
         if branch is not None and branch.held and reaction.id == branch.rule.skip:
             skipped = _dry_run(workflows, flow, reaction, rng, used)
@@ -131,6 +134,11 @@ def _chain(workflows: Workflows, flow: Flow, rng: random.Random) -> bool:
         return False
     flow.retired.append(original)
     return True
+
+
+def _sends(flow: Flow, done: Done) -> bool:
+    entry = flow.steps[done.steps[-1]].entry
+    return entry.meta is not None and entry.meta.op == "send"
 
 
 def _created(flow: Flow, done: Done) -> bool:
