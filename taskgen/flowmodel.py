@@ -159,7 +159,9 @@ class Flow:
     @property
     def services(self) -> list[str]:
         triggers = [s.trigger.service for s in self.stages]
-        return list(dict.fromkeys([*triggers, *(d.service for d in self.all_done), *self.mounted_extra]))
+        # every service a step calls (a hop's lookup reads a third service), and the skipped ones
+        called = (s.entry.service for s in self.steps)
+        return list(dict.fromkeys([*triggers, *(d.service for d in self.all_done), *called, *self.mounted_extra]))
 
     def spoken_when(self, days: int) -> str:
         """The working day ``days`` after today, at 10:00, as the instruction says a time."""

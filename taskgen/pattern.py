@@ -31,7 +31,10 @@ checks only what the instruction asks for:
 
 - a parameter whose role (its own ``x-role``, else the role of the record field of the same name)
   is a key of ``links`` carries the value of the source's field with the role named there
-  (``<reaction id or trigger>.<role>``), of the same semantic type: checked;
+  (``<reaction id or trigger>.<role>``), of the same semantic type: checked. A **hop**
+  ``trigger.customer>contact`` crosses to another application: the customer's name finds the one
+  record of some other service that holds it in a ``customer`` field (the account in the CRM),
+  and its ``contact`` field is carried (the lookup is a step of the plan, never spelled out);
 - an id of a record of the reaction's service is found by a lookup (a listing of that entity,
   searched for a linked value: the customer's name finds the customer record), else the
   reaction names a record by its title (``{container}`` in ``ask``): checked;
@@ -66,7 +69,7 @@ from servers.tooling import WRITE_OPS
 
 PATTERNS_DIR = Path(__file__).parent / "workflows"
 ID = r"^[a-z][a-z0-9_]{1,60}$"
-SOURCE = r"^[a-z][a-z0-9_]*\.[a-z_]+(:[a-z_]+)?$"
+SOURCE = r"^[a-z][a-z0-9_]*\.[a-z_]+(>[a-z_]+)?(:[a-z_]+)?$"
 KNOWN_ROLES = frozenset(r for roles in ROLES.values() for r in roles)
 SLOTS = frozenset({"anchor", "entity", "when", "minutes", "container", "threshold", "persona"})
 
@@ -120,8 +123,9 @@ class Reaction(Strict):
         for target, source in self.links.items():
             if target not in KNOWN_ROLES:
                 raise ValueError(f"reaction {self.id!r}: link target {target!r} is not a role")
-            if not re.match(SOURCE, source) or source.split(".", 1)[1].split(":")[0] not in KNOWN_ROLES:
-                raise ValueError(f"reaction {self.id!r}: link source {source!r} is not '<step>.<role>'")
+            roles = source.split(".", 1)[1].split(":")[0].split(">") if re.match(SOURCE, source) else ["?"]
+            if any(r not in KNOWN_ROLES for r in roles):
+                raise ValueError(f"reaction {self.id!r}: link source {source!r} is not '<step>.<role>[><role>]'")
         bad = _slots(self.ask) - SLOTS
         if bad:
             raise ValueError(f"reaction {self.id!r}: unknown slots {sorted(bad)} in ask (known: {sorted(SLOTS)})")

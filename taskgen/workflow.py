@@ -195,6 +195,8 @@ class Workflows:
             head, _, rest = source.partition(".")
             if head == "trigger":
                 role, _, kind = rest.partition(":")
+                if ">" in role:  # a hop needs the first role's value on the trigger, of any type
+                    role, kind = role.split(">", 1)[0], ""
                 out.add((role, kind))
         return out
 
@@ -388,7 +390,11 @@ class Workflows:
         located = self._source(flow, source)
         if located is None:
             return None
-        matches = located.fields(source.split(".", 1)[1], kind)
+        role_path = source.split(".", 1)[1]
+        if ">" in role_path:
+            via, wanted_role = role_path.split(">", 1)
+            return self._hop(flow, located, via, wanted_role, kind)
+        matches = located.fields(role_path, kind)
         if not matches:
             return None
         name, value, _ = matches[0]
@@ -397,6 +403,42 @@ class Workflows:
             ref += ".0"
         label = f"the {humanize(name)} of the {located.entity}"
         return Carried(kind, value, located.step, ref, located.service, name, label)
+
+    def _hop(self, flow: Flow, located: Located, via: str, wanted: str, kind: str) -> Carried | None:
+        """The ``wanted``-role value (of type ``kind``) of the one record of another service that
+        holds ``located``'s ``via``-role value in a ``via`` field: the customer's contact, found in
+        the CRM by the customer's name. The listing that finds it is a step of the plan."""
+        keys = [(v, k) for _, v, k in located.fields(via) if isinstance(v, str)]
+        options = [
+            (service, entity, roles)
+            for (service, entity), roles in self.field_roles.items()
+            if service != located.service and via in roles.values() and wanted in roles.values()
+        ]
+        for service, entity, roles in sorted(options):
+            for listing in self.listings.get((service, entity), []):
+                kinds = param_types(listing)
+                query = next((n for n, k in kinds.items() if k in QUERY_TYPES), None)
+                for value, vkind in keys:
+                    fields = [f for f, r in roles.items() if r == via]
+                    filters = [n for n, k in kinds.items() if k == vkind and n in fields]
+                    args = {filters[0]: value} if filters else {query: value} if query else None
+                    if args is None:
+                        continue
+                    step = self._call(flow, listing, {**args, **self._page_args(listing)}, {}, {})
+                    if step is None:
+                        continue
+                    hits = [r for r in self._located(step) if any(r.record.get(f) == value for f in fields)]
+                    found = (
+                        [(h, n, v) for h in hits[:1] for n, v, _ in h.fields(wanted, kind)] if len(hits) == 1 else []
+                    )
+                    if found:
+                        hit, name, carried = found[0]
+                        ref = f"steps.{step.index}.{hit.path}.{name}"
+                        if isinstance(hit.record.get(name), list):
+                            ref += ".0"
+                        return Carried(kind, carried, step.index, ref, service, name, f"the {humanize(name)}")
+                    del flow.steps[step.index :]
+        return None
 
     def _fill(
         self, flow: Flow, reaction: Reaction, entry: ToolEntry, rng: random.Random, generous: bool = False
@@ -529,6 +571,8 @@ class Workflows:
             if located is None:
                 continue
             fields = [f for f, r in roles.items() if r == target]
+            if ">" in source:
+                continue  # a hop carries a value from a third service; it finds no record here
             for _, value, vkind in located.fields(source.split(".", 1)[1].split(":")[0]):
                 if not isinstance(value, str):
                     continue

@@ -96,7 +96,7 @@ def test_values_are_carried_only_between_compatible_roles(hub: Hub, workflows: W
                         continue  # a record found by a lookup, or the trigger itself
                     role = workflows.param_role(step.entry, name)
                     assert role in reaction.links, (flow.pattern.id, step.entry.qualified, name, role)
-                    wanted = reaction.links[role].split(".", 1)[1].split(":")[0]
+                    wanted = reaction.links[role].split(".", 1)[1].split(":")[0].split(">")[-1]  # a hop's last role
                     assert declared == wanted, (flow.pattern.id, step.entry.qualified, name, declared, wanted)
                     checked += 1
                 values = [(workflows.param_role(step.entry, n), str(c.value)) for n, c in step.carried.items()]
@@ -234,3 +234,24 @@ def test_a_written_instruction_is_kept_only_with_its_names_dates_and_qualifier(
     qualifier = str(task.meta["traps"][0]["value"]).replace("_", " ")
     openai_server.replies = [task.instruction.replace(qualifier, "the usual one")]
     assert rewriter.rewrite(task)[1] == "dropped_literal"  # without it the record is ambiguous again
+
+
+def test_a_hop_carries_a_value_found_in_a_third_application(hub: Hub, workflows: Workflows) -> None:
+    data = next(p for p in load_patterns() if p.id == "urgent_ticket_escalation").model_dump()
+    data["reactions"] = [
+        {**r, "links": {"recipient": "trigger.customer>owner:email_address"}, "id": "tell_account_owner"}
+        if r["id"] == "reply_requester" else r
+        for r in data["reactions"]
+    ]  # fmt: skip
+    pattern = Pattern.model_validate(data)
+    flow = instantiate(workflows, pattern, random.Random(0), rule=False, chain=False)
+    try:
+        send = next(s for s in flow.steps if s.entry.qualified == "email__send_message")
+        carried = send.carried["to"]
+        lookup = flow.steps[carried.step]
+        assert lookup.entry.service not in (flow.trigger.service, "email")  # the account in another app
+        account = next(r for r in lookup.envelope["data"]["items"] if r.get("owner") == carried.value)
+        assert flow.trigger.record["company"] in account.values()
+        assert lookup.entry.service in flow.services  # mounted, so the agent can make the same lookup
+    finally:
+        flow.close()
