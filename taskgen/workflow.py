@@ -58,6 +58,16 @@ QUALIFIER_TYPES: tuple[frozenset[str], ...] = (
 )
 """What a person tells namesakes apart by, in the order they would reach for it."""
 QUERY_TYPES = ("search_query",)
+MASTERS: dict[str, tuple[str, ...]] = {
+    "customer": ("account", "customer", "client"),
+    "employee": ("employee", "person", "staff"),
+    "contact": ("contact",),
+    "vendor": ("supplier", "vendor"),
+    "patient": ("patient",),
+    "student": ("student",),
+    "member": ("member",),
+}
+"""Per role, the entity kinds that are its records of reference (where a person looks it up)."""
 INACTIVE = frozenset({"archived", "closed", "inactive", "cancelled", "deleted", "retired"})
 """States of a record nobody files new work under (an archived project)."""
 PEOPLE_TYPES = frozenset({"email_address", "person_name", "phone_number"})
@@ -406,38 +416,76 @@ class Workflows:
 
     def _hop(self, flow: Flow, located: Located, via: str, wanted: str, kind: str) -> Carried | None:
         """The ``wanted``-role value (of type ``kind``) of the one record of another service that
-        holds ``located``'s ``via``-role value in a ``via`` field: the customer's contact, found in
-        the CRM by the customer's name. The listing that finds it is a step of the plan."""
+        holds ``located``'s ``via``-role value in its one ``via`` field: the customer's account
+        owner, found in the CRM by the customer's name. The listing that finds it is a step of the
+        plan. The records of the role's own kind (accounts, customers, employees) are searched
+        first; the hop holds only when every application searched gives the same value, since an
+        agent told "the account owner" cannot know which of two different owners is meant."""
         keys = [(v, k) for _, v, k in located.fields(via) if isinstance(v, str)]
         options = [
             (service, entity, roles)
             for (service, entity), roles in self.field_roles.items()
-            if service != located.service and via in roles.values() and wanted in roles.values()
+            if service != located.service
+            and list(roles.values()).count(via) == 1  # (a buddy field holding the employee too is no key)
+            and wanted in roles.values()
         ]
-        for service, entity, roles in sorted(options):
-            for listing in self.listings.get((service, entity), []):
-                kinds = param_types(listing)
-                query = next((n for n, k in kinds.items() if k in QUERY_TYPES), None)
-                for value, vkind in keys:
-                    fields = [f for f, r in roles.items() if r == via]
-                    filters = [n for n, k in kinds.items() if k == vkind and n in fields]
-                    args = {filters[0]: value} if filters else {query: value} if query else None
-                    if args is None:
-                        continue
-                    step = self._call(flow, listing, {**args, **self._page_args(listing)}, {}, {})
-                    if step is None:
-                        continue
-                    hits = [r for r in self._located(step) if any(r.record.get(f) == value for f in fields)]
-                    found = (
-                        [(h, n, v) for h in hits[:1] for n, v, _ in h.fields(wanted, kind)] if len(hits) == 1 else []
-                    )
-                    if found:
-                        hit, name, carried = found[0]
-                        ref = f"steps.{step.index}.{hit.path}.{name}"
-                        if isinstance(hit.record.get(name), list):
-                            ref += ".0"
-                        return Carried(kind, carried, step.index, ref, service, name, f"the {humanize(name)}")
-                    del flow.steps[step.index :]
+        masters = MASTERS.get(via, ())
+        tiers = [[o for o in options if o[1] in masters], [o for o in options if o[1] not in masters]]
+        for tier in tiers:
+            found: list[tuple[ToolEntry, dict[str, Any], str, str, Any]] = []
+            for service, entity, roles in sorted(tier):
+                for listing in self.listings.get((service, entity), [])[:1]:
+                    hit = self._hop_lookup(flow, listing, roles, via, wanted, kind, keys)
+                    if hit is not None:
+                        found.append(hit)
+            if len({repr(f[4]) for f in found}) > 1:
+                return None  # two applications name two different people: ambiguous
+            if found:
+                listing, args, path, name, value = found[0]
+                step = self._call(flow, listing, args, {}, {})
+                if step is None:
+                    return None
+                ref = f"steps.{step.index}.{path}.{name}"
+                return Carried(kind, value, step.index, ref, listing.service, name, f"the {humanize(name)}")
+        return None
+
+    def _hop_lookup(
+        self,
+        flow: Flow,
+        listing: ToolEntry,
+        roles: dict[str, str],
+        via: str,
+        wanted: str,
+        kind: str,
+        keys: list[tuple[str, str]],
+    ) -> tuple[ToolEntry, dict[str, Any], str, str, Any] | None:
+        """(listing, arguments, path, field, value) of the one record ``listing`` finds for a key,
+        or None; the trial call leaves no step behind."""
+        kinds = param_types(listing)
+        query = next((n for n, k in kinds.items() if k in QUERY_TYPES), None)
+        field = next(f for f, r in roles.items() if r == via)
+        for value, vkind in keys:
+            filters = [n for n, k in kinds.items() if k == vkind and n == field]
+            args = {filters[0]: value} if filters else {query: value} if query else None
+            if args is None:
+                continue
+            args = {**args, **self._page_args(listing)}
+            step = self._call(flow, listing, args, {}, {})
+            if step is None:
+                continue
+            hits = [r for r in self._located(step) if r.record.get(field) == value]
+            del flow.steps[step.index :]
+            wanted_fields = hits[0].fields(wanted, kind) if len(hits) == 1 else []
+            if wanted_fields:
+                name, carried, _ = wanted_fields[0]
+                path = hits[0].path + (f".{name}.0" if isinstance(hits[0].record.get(name), list) else f".{name}")
+                return (
+                    listing,
+                    args,
+                    path.rsplit(f".{name}", 1)[0],
+                    name + (".0" if path.endswith(".0") else ""),
+                    carried,
+                )
         return None
 
     def _fill(

@@ -250,7 +250,7 @@ def test_a_hop_carries_a_value_found_in_a_third_application(hub: Hub, workflows:
         carried = send.carried["to"]
         lookup = flow.steps[carried.step]
         assert lookup.entry.service not in (flow.trigger.service, "email")  # the account in another app
-        account = next(r for r in lookup.envelope["data"]["items"] if r.get("owner") == carried.value)
+        account = next(r for r in lookup.envelope["data"]["items"] if r.get(carried.field) == carried.value)
         assert flow.trigger.record["company"] in account.values()
         assert lookup.entry.service in flow.services  # mounted, so the agent can make the same lookup
     finally:
