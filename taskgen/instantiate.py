@@ -87,9 +87,13 @@ def _run_stage(workflows: Workflows, flow: Flow, rng: random.Random, rule: bool 
                 stage.done.append(done)
                 used.add(done.service)
             continue
+        if reaction.follows and not any(d.reaction.id == reaction.follows for d in stage.done):
+            continue  # it acts on the record of a reaction the request went without
         done = workflows.react(flow, reaction, rng, used)
         if done is None:
-            if reaction.optional:
+            # a hop two applications answer differently is ambiguous for this trigger: the request
+            # goes without it rather than check a person the agent could not know was meant
+            if reaction.optional or any(">" in source for source in reaction.links.values()):
                 continue
             raise WalkError(f"no_service:{reaction.id}")
         stage.done.append(done)

@@ -68,6 +68,14 @@ MASTERS: dict[str, tuple[str, ...]] = {
     "member": ("member",),
 }
 """Per role, the entity kinds that are its records of reference (where a person looks it up)."""
+PERSON_KINDS = frozenset(
+    {"member", "patient", "student", "employee", "candidate", "tenant", "guest", "donor", "customer", "client",
+     "contact", "lead", "applicant", "new_hire", "player", "rider", "driver", "attendee", "subscriber", "traveler",
+     "borrower", "owner", "child", "visitor", "diner", "patron", "person", "staff", "user", "backer", "supplier",
+     "partner", "affiliate", "registrant", "respondent", "pro", "caregiver", "tutor", "stylist", "technician",
+     "agent", "account", "importer", "courier", "adjuster"}
+)  # fmt: skip
+"""Entity kinds whose records are a person or an organisation: known by their own name."""
 INACTIVE = frozenset({"archived", "closed", "inactive", "cancelled", "deleted", "retired"})
 """States of a record nobody files new work under (an archived project)."""
 PEOPLE_TYPES = frozenset({"email_address", "person_name", "phone_number"})
@@ -85,6 +93,7 @@ class Workflows:
         self.listings: dict[tuple[str, str], list[ToolEntry]] = {}  # (service, entity) -> listing tools
         self.id_entity: dict[str, tuple[str, str]] = {}  # id type -> (service, entity)
         self.field_roles: dict[tuple[str, str], dict[str, str]] = {}  # (service, entity) -> field -> role
+        self.field_kinds: dict[tuple[str, str], dict[str, frozenset[str]]] = {}  # ... -> field -> semantic types
         for entry in hub.registry.tools.values():
             meta = entry.meta
             if meta is None or not meta.entity:
@@ -96,6 +105,9 @@ class Workflows:
             schema = record_schema(entry)
             props = schema.get("properties", {})
             roles = self.field_roles.setdefault((entry.service, meta.entity), {})
+            typed = self.field_kinds.setdefault((entry.service, meta.entity), {})
+            for name, prop in props.items():
+                typed.setdefault(name, frozenset(field_types(prop)))
             for name, prop in props.items():
                 role = own_role(prop, schema.get("$defs", {}) or (entry.output_schema or {}).get("$defs", {}))
                 if role:
@@ -425,12 +437,12 @@ class Workflows:
         options = [
             (service, entity, roles)
             for (service, entity), roles in self.field_roles.items()
-            if service != located.service
-            and list(roles.values()).count(via) == 1  # (a buddy field holding the employee too is no key)
-            and wanted in roles.values()
+            if service != located.service and via in roles.values() and wanted in roles.values()
         ]
-        masters = MASTERS.get(via, ())
-        tiers = [[o for o in options if o[1] in masters], [o for o in options if o[1] not in masters]]
+        masters = MASTERS.get(via)
+        # "the customer's account owner" lives in the customers' records of reference, never in a
+        # quote or a backed-up resource that happens to name a customer and an owner
+        tiers = [[o for o in options if o[1] in masters]] if masters else [options]
         for tier in tiers:
             found: list[tuple[ToolEntry, dict[str, Any], str, str, Any]] = []
             for service, entity, roles in sorted(tier):
@@ -463,8 +475,13 @@ class Workflows:
         or None; the trial call leaves no step behind."""
         kinds = param_types(listing)
         query = next((n for n, k in kinds.items() if k in QUERY_TYPES), None)
-        field = next(f for f, r in roles.items() if r == via)
+        index = self.field_kinds.get((listing.service, (listing.meta.entity if listing.meta else None) or ""), {})
         for value, vkind in keys:
+            # the one field of the key's role and type (two, like an employee and a buddy: no key)
+            candidates = [f for f, r in roles.items() if r == via and vkind in index.get(f, ())]
+            if len(candidates) != 1:
+                continue
+            field = candidates[0]
             filters = [n for n, k in kinds.items() if k == vkind and n == field]
             args = {filters[0]: value} if filters else {query: value} if query else None
             if args is None:
@@ -713,12 +730,24 @@ class Workflows:
             # checked only where the ask says what the text is about (the pattern's ``mention``), and
             # not in a later stage, whose asks speak of a record the agent made and named itself
             asked = reaction.mention is not None and not (reaction.mention == "trigger" and flow.stage.chained)
+            asked = asked and subject is not None and self._names_itself(subject)
             if asked and subject is not None and subject.anchor:
                 mentioned = Carried("title", subject.anchor, subject.step, "", subject.service, "", subject.entity)
             return text, mentioned
         if kind == "tag":
             return reaction.id.replace("_", "-")[:30], None
         return f"{purpose}: {topic}"[:120], None
+
+    @staticmethod
+    def _names_itself(record: Located) -> bool:
+        """Whether ``record``'s anchor is its own name (a title, a number, a person's own record):
+        "mention the quote" is not checked against the contact's name a quote is known by."""
+        props = record.schema.get("properties", {})
+        field = next((n for n, v in record.record.items() if v == record.anchor), None)
+        kinds = field_types(props.get(field) or {}) if field else set()
+        if not kinds & {"person_name", "company_name", "email_address", "username"}:
+            return True
+        return record.entity.replace(" ", "_") in PERSON_KINDS
 
     def _current(self, flow: Flow, entry: ToolEntry, name: str) -> Any:
         """For a write on the trigger's own record, the value its field of that name holds now

