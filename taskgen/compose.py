@@ -157,6 +157,30 @@ def _same_set(have: list[Any], want: list[Any]) -> bool:
     return all(h in want for h in have) and all(w in have for w in want)
 
 
+def system_fields(hub: Any, services: Iterable[str]) -> dict[str, list[str]]:
+    """Per native service of ``services``, the fields it maintains itself (never damage, never asked)."""
+    registry = hub.registry
+    return {
+        name: sorted(registry.services[name].native.system_fields)
+        for name in services
+        if registry.services[name].native is not None
+    }
+
+
+def collateral_criterion(
+    initial: dict[str, Any], final: dict[str, Any], system: dict[str, list[str]], tolerated: Iterable[Any] = ()
+) -> dict[str, Any]:
+    """The negative criterion allowing exactly the oracle's change units (and ``tolerated`` ones:
+    what another value of a choice nobody asked for would change)."""
+    return {
+        "kind": "collateral",
+        "negative": True,
+        "allowed": [u.model_dump() for u in allowances([*units(initial, final, system), *tolerated])],
+        "ignore": system,
+        "description": "Nothing changed that the request does not ask for",
+    }
+
+
 def _in_records(value: Any, items: list[Any]) -> bool:
     return any(isinstance(i, dict) and value in i.values() for i in items)
 
@@ -296,12 +320,7 @@ def compose(
     # changed: the rubric is derived from it. The gates still replay the plan in a fresh world.
     oracle = OracleRun(walk.world, [s.envelope for s in steps], [], {})
     initial, final = oracle.world.initial_states(mounted), oracle.world.states(mounted)
-    registry = walk.world.hub.registry
-    system = {
-        name: sorted(registry.services[name].native.system_fields)  # type: ignore[union-attr]
-        for name in mounted
-        if registry.services[name].native is not None
-    }
+    system = system_fields(walk.world.hub, mounted)
     criteria: list[dict[str, Any]] = []
     for step in steps:
         if step.entry.kind == "write" and step.changes:
@@ -317,15 +336,7 @@ def compose(
         )
     # Every change the oracle's run makes is what the task allows; anything else in any mounted
     # service (written ones included) is collateral damage and zeroes the net score.
-    negatives: list[dict[str, Any]] = [
-        {
-            "kind": "collateral",
-            "negative": True,
-            "allowed": [u.model_dump() for u in allowances(units(initial, final, system))],
-            "ignore": system,
-            "description": "Nothing changed that the request does not ask for",
-        }
-    ]
+    negatives: list[dict[str, Any]] = [collateral_criterion(initial, final, system)]
     policies: list[str] = []
     if rng.random() < policy_rate:
         policies.extend(_policy(walk, criteria, negatives, initial, rng))

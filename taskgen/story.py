@@ -15,10 +15,9 @@ import random
 import re
 from typing import Any
 
-from hub.collateral import allowances, units
 from hub.rubric import RUBRIC_VERSION, Rubric
 from servers.roles import ROLE_KEY, SYSTEM
-from taskgen.compose import effect_criteria, report_key
+from taskgen.compose import collateral_criterion, effect_criteria, report_key, system_fields
 from taskgen.flowmodel import Branch, Done, Flow, Located, Stage, spoken_amount
 from taskgen.graph import field_types
 from taskgen.task import PlanStep, Task, Transfer, leaves
@@ -65,11 +64,7 @@ def compose_flow(flow: Flow, task_id: str, seed: int, rng: random.Random, distra
     world = flow.world
     initial, final = world.initial_states(mounted), world.states(mounted)
     registry = world.hub.registry
-    system = {
-        name: sorted(registry.services[name].native.system_fields)  # type: ignore[union-attr]
-        for name in mounted
-        if registry.services[name].native is not None
-    }
+    system = system_fields(world.hub, mounted)
     criteria: list[dict[str, Any]] = []
     for step in steps:
         if step.entry.kind == "write" and step.changes:
@@ -91,16 +86,7 @@ def compose_flow(flow: Flow, task_id: str, seed: int, rng: random.Random, distra
                 "description": f"The report gives the {words} of the {entity}",
             }
         )
-    negatives: list[dict[str, Any]] = [
-        {
-            "kind": "collateral",
-            "negative": True,
-            # what the oracle changed, and what another value of a choice nobody asked for would change
-            "allowed": [u.model_dump() for u in allowances([*units(initial, final, system), *flow.tolerated])],
-            "ignore": system,
-            "description": "Nothing changed that the request does not ask for",
-        }
-    ]
+    negatives: list[dict[str, Any]] = [collateral_criterion(initial, final, system, flow.tolerated)]
     for number, criterion in enumerate(criteria, 1):
         criterion["id"] = f"c{number}"
     for number, criterion in enumerate(negatives, 1):
