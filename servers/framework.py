@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from servers import schema_cache
-from servers.state import Change, diff, field_names, lazy_copy, snapshot, stable_hash
+from servers.state import WORLD_EPOCH, Change, diff, field_names, lazy_copy, snapshot, stable_hash
 from servers.tooling import (
     ENVELOPE_ERROR_SCHEMA,
     BadGateway,
@@ -83,10 +83,6 @@ __all__ = [
 
 if TYPE_CHECKING:
     from servers.population import Population
-
-
-WORLD_EPOCH = dt.datetime(2026, 3, 2, 9, 0, tzinfo=dt.UTC)
-"""The default clock of every world: Monday 2 March 2026, 09:00 UTC."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -302,6 +298,8 @@ class Service(Generic[S]):
 
     def seed_state(self, seed: int) -> S:
         """The initial state for world seed ``seed``: same seed, same state hash."""
+        # Imported here, not at module level, for start-up speed: the population needs faker
+        # (~0.1 s to import), and listing or serving a service never seeds one.
         from servers.population import Population
 
         rng = random.Random(f"{self.name}:{seed}")

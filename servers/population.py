@@ -22,7 +22,7 @@ from typing import Literal
 from faker import Faker
 from pydantic import BaseModel, ConfigDict
 
-from servers.framework import WORLD_EPOCH
+from servers.state import WORLD_EPOCH
 
 DEPARTMENTS = ("Sales", "Finance", "Engineering", "Support", "People", "Operations", "Marketing", "Legal")
 TITLES = {

@@ -8,11 +8,14 @@ of path-level changes, the unit that rubrics and write recordings talk about.
 
 from __future__ import annotations
 
+import contextvars
 import datetime as dt
 import hashlib
 import json
 import typing
 import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
 from decimal import Decimal
 from enum import Enum
 from typing import Any, Literal, TypeVar
@@ -20,6 +23,11 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict
 
 M = TypeVar("M", bound=BaseModel)
+
+# Here rather than in `servers.framework` (which re-exports it) so that the population, which
+# stamps its people with the world's "now", need not import the framework that seeds from it.
+WORLD_EPOCH = dt.datetime(2026, 3, 2, 9, 0, tzinfo=dt.UTC)
+"""The default clock of every world: Monday 2 March 2026, 09:00 UTC."""
 
 
 class Change(BaseModel):
@@ -117,6 +125,22 @@ _IMMUTABLE = (str, int, float, bool, type(None), bytes, dt.date, dt.time, dt.tim
 _ELIGIBLE: dict[type[BaseModel], bool] = {}
 
 
+_PEEKING: contextvars.ContextVar[bool] = contextvars.ContextVar("peeking", default=False)
+
+
+@contextmanager
+def peeking() -> Iterator[None]:
+    """Run a read tool: fields a lazy copy still shares are read in place, not copied first.
+
+    Only for code that changes nothing (conformance checks every read tool for it: ``read-only``);
+    a change made while peeking would reach the source state and every copy sharing it."""
+    token = _PEEKING.set(True)
+    try:
+        yield
+    finally:
+        _PEEKING.reset(token)
+
+
 class _SharedField:
     """Data descriptor of one field of a model class that has lazy copies: reading the field of a
     lazy copy that still shares its value with the source first replaces it by a private copy."""
@@ -135,6 +159,8 @@ class _SharedField:
             raise AttributeError(self.name) from None
         lazy = _LAZY.get(id(obj)) if _LAZY else None
         if lazy is not None and value is lazy.values.get(self.name) and not isinstance(value, _IMMUTABLE):
+            if _PEEKING.get():
+                return value  # a read tool only looks: the shared value serves it as it is
             # Validated again from the source's snapshot, as a whole-state restore would.
             type(obj).__pydantic_validator__.validate_assignment(obj, self.name, lazy.snap[self.name])
             value = obj.__dict__[self.name]
