@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import re
 
-from servers.construction.spec import (
+from servers.construction.specmodels import (
     AUTO_FIELDS,
     COMPANY_ATTRS,
     NAME,
@@ -17,17 +17,17 @@ from servers.construction.spec import (
     PRODUCT_ATTRS,
     RESERVED,
     SEED_KINDS,
+    BaseServiceSpec,
     Effect,
     EntitySpec,
     FieldSpec,
-    ServiceSpec,
     ToolSpec,
 )
-from servers.construction.vocabulary import SHARED, python_type
+from servers.construction.vocabulary import SHARED
 from servers.roles import role_problem
 
 
-def _operand_problems(spec: ServiceSpec, tool: ToolSpec, operand: str, where: str) -> list[str]:
+def _operand_problems(spec: BaseServiceSpec, tool: ToolSpec, operand: str, where: str) -> list[str]:
     entity = spec.entities[tool.entity]
     if operand == "now":
         return []
@@ -54,7 +54,7 @@ def _operand_problems(spec: ServiceSpec, tool: ToolSpec, operand: str, where: st
     return []
 
 
-def _tool_params(spec: ServiceSpec, tool: ToolSpec) -> dict[str, str]:
+def _tool_params(spec: BaseServiceSpec, tool: ToolSpec) -> dict[str, str]:
     """Parameter name → field type, for operand checking (ids included)."""
     entity = spec.entities.get(tool.entity)
     if entity is None:
@@ -70,7 +70,7 @@ def _tool_params(spec: ServiceSpec, tool: ToolSpec) -> dict[str, str]:
     return params
 
 
-def type_problems(spec: ServiceSpec, type_name: str, where: str) -> list[str]:
+def type_problems(spec: BaseServiceSpec, type_name: str, where: str) -> list[str]:
     """What is wrong with a field type (a shared, local or foreign type, a ref or a shape) in ``spec``."""
     kind, name, local = spec.field_type(type_name)
     if kind == "ref":
@@ -93,7 +93,7 @@ def type_problems(spec: ServiceSpec, type_name: str, where: str) -> list[str]:
     return []
 
 
-def _seed_problems(spec: ServiceSpec, entity_name: str, name: str, field: FieldSpec) -> list[str]:
+def _seed_problems(spec: BaseServiceSpec, entity_name: str, name: str, field: FieldSpec) -> list[str]:
     where = f"entity {entity_name!r} field {name!r}"
     if field.seed is None:
         return []
@@ -126,7 +126,7 @@ def _seed_problems(spec: ServiceSpec, entity_name: str, name: str, field: FieldS
     return []
 
 
-def _entity_problems(spec: ServiceSpec, name: str, entity: EntitySpec) -> list[str]:
+def _entity_problems(spec: BaseServiceSpec, name: str, entity: EntitySpec) -> list[str]:
     problems: list[str] = []
     for field_name, field in entity.fields.items():
         where = f"entity {name!r} field {field_name!r}"
@@ -160,7 +160,7 @@ def _entity_problems(spec: ServiceSpec, name: str, entity: EntitySpec) -> list[s
     return problems
 
 
-def _tool_problems(spec: ServiceSpec, tool: ToolSpec) -> list[str]:
+def _tool_problems(spec: BaseServiceSpec, tool: ToolSpec) -> list[str]:
     where = f"tool {tool.name!r}"
     entity = spec.entities.get(tool.entity)
     if entity is None:
@@ -216,7 +216,7 @@ def _tool_problems(spec: ServiceSpec, tool: ToolSpec) -> list[str]:
         if target is None or len(tool.params) != 1:
             problems.append(f"{where}: {tool.op} needs 'field' and exactly one param")
         elif tool.op == "adjust":
-            if target.list or python_type(spec, target.type) not in ("int", "float"):
+            if target.list or spec.python_type(target.type) not in ("int", "float"):
                 problems.append(f"{where}: adjust needs a numeric field")
         elif not target.list or next(iter(tool.params.values())).type != target.type:
             problems.append(f"{where}: {tool.op} needs a list field and a param of its item type")
@@ -224,7 +224,7 @@ def _tool_problems(spec: ServiceSpec, tool: ToolSpec) -> list[str]:
         group = entity.fields.get(tool.group_by or "")
         if group is None or group.list:
             problems.append(f"{where}: aggregate needs 'group_by', a single-valued field")
-        if tool.field and python_type(spec, entity.fields[tool.field].type) not in ("int", "float"):
+        if tool.field and spec.python_type(entity.fields[tool.field].type) not in ("int", "float"):
             problems.append(f"{where}: aggregate sums only numeric fields")
     for blocker in tool.blocked_by:
         other = spec.entities.get(blocker)
@@ -250,7 +250,7 @@ def _tool_problems(spec: ServiceSpec, tool: ToolSpec) -> list[str]:
     return problems
 
 
-def _effect_problems(spec: ServiceSpec, tool: ToolSpec, effect: Effect) -> list[str]:
+def _effect_problems(spec: BaseServiceSpec, tool: ToolSpec, effect: Effect) -> list[str]:
     where = f"tool {tool.name!r} effect {effect.id!r}"
     entity = spec.entities[tool.entity]
     if effect.via.startswith("record."):
@@ -264,7 +264,7 @@ def _effect_problems(spec: ServiceSpec, tool: ToolSpec, effect: Effect) -> list[
     problems = []
     for name, operand in effect.add.items():
         field = target.fields.get(name)
-        if field is None or field.list or python_type(spec, field.type) not in ("int", "float"):
+        if field is None or field.list or spec.python_type(field.type) not in ("int", "float"):
             problems.append(f"{where}: adds to {name!r}, which is no numeric field of {ref_type[4:]!r}")
         if isinstance(operand, str):
             if operand.startswith("record."):
@@ -275,7 +275,7 @@ def _effect_problems(spec: ServiceSpec, tool: ToolSpec, effect: Effect) -> list[
     return problems
 
 
-def catalog_problems(spec: ServiceSpec) -> list[str]:
+def catalog_problems(spec: BaseServiceSpec) -> list[str]:
     """Everything wrong with a catalog (not simulated) spec, each naming the entity, field or tool."""
     problems: list[str] = simulated_only(spec)
     if not spec.entities:
@@ -298,7 +298,7 @@ def catalog_problems(spec: ServiceSpec) -> list[str]:
     return problems
 
 
-def simulated_only(spec: ServiceSpec) -> list[str]:
+def simulated_only(spec: BaseServiceSpec) -> list[str]:
     """What of the simulated subset a catalog spec uses (no implementation here would honour it)."""
     used = [f"type {n!r}: a dotted name (another service's type)" for n in spec.types if "." in n]
     used += [f"type {n!r}: exclusive_minimum" for n, t in spec.types.items() if t.exclusive_minimum is not None]

@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from servers.construction.spec import Condition, ServiceSpec, ToolSpec
-from servers.construction.vocabulary import python_type, value_range
 from servers.framework import Service
 from servers.state import snapshot
 
@@ -259,7 +258,7 @@ class Interpreter:
         if tool.op == "adjust" and record is not None and tool.field:
             (pname,) = tool.params
             new = (record.get(tool.field) or 0) + args[pname]
-            lo, hi = value_range(spec, entity.fields[tool.field].type)
+            lo, hi = spec.value_range(entity.fields[tool.field].type)
             if (lo is not None and new < lo - 1e-9) or (hi is not None and new > hi + 1e-9):
                 codes.add(409)
         if tool.op in ("append", "remove") and record is not None and tool.field:
@@ -270,7 +269,7 @@ class Interpreter:
             if tool.op == "remove" and not present:
                 codes.add(404)
         for added in self.effects(tool, args, state, record):
-            lo, hi = value_range(spec, added.type)
+            lo, hi = spec.value_range(added.type)
             new = (added.before or 0) + added.amount  # an effect that would push a field out of its range: 409
             if (lo is not None and new < lo - 1e-9) or (hi is not None and new > hi + 1e-9):
                 codes.add(409)
@@ -365,7 +364,7 @@ class Scenarios:
         if not pool:
             return None
         value = self.rng.choice(pool)
-        if python_type(self.spec, type_name) == "float" and isinstance(value, int):
+        if self.spec.python_type(type_name) == "float" and isinstance(value, int):
             value = float(value)
         return [value] if listed else value
 
@@ -374,7 +373,7 @@ class Scenarios:
         pool = self.pools.get(type_name) or []
         if type_name == "email_address":
             return f"scenario{self.fresh}@example.com"
-        if python_type(self.spec, type_name) in ("int", "float") and pool:
+        if self.spec.python_type(type_name) in ("int", "float") and pool:
             return max(pool) + self.fresh if isinstance(max(pool), int | float) else None
         seeds = [f.seed for e in self.spec.entities.values() for f in e.fields.values() if f.type == type_name]
         patterns = [s.removeprefix("pattern:") for s in seeds if s and s.startswith("pattern:")]
@@ -452,7 +451,7 @@ class Scenarios:
             else:
                 args.pop(name, None)
             return True
-        step = 1 if python_type(self.spec, params[name]) == "int" else 0.5
+        step = 1 if self.spec.python_type(params[name]) == "int" else 0.5
         first = value[0] if isinstance(value, list) and value else None
         wanted = {
             ("==", True): value, ("!=", False): value, ("in", True): first,

@@ -13,7 +13,7 @@ import random
 import re
 from typing import TYPE_CHECKING, Any
 
-from servers.construction.vocabulary import SHARED, python_type
+from servers.construction.vocabulary import SHARED
 from servers.population import Company, Person, Population, Product
 
 if TYPE_CHECKING:
@@ -114,7 +114,7 @@ def field_seed(spec: ServiceSpec, field: FieldSpec) -> str:
     if field.seed:
         return field.seed
     _, semantic, _ = spec.field_type(field.type)
-    return default_seed(semantic, python_type(spec, field.type), spec.enum_of(field.type),
+    return default_seed(semantic, spec.python_type(field.type), spec.enum_of(field.type),
                         _seed_bounds(spec, field.type))  # fmt: skip
 
 

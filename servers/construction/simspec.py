@@ -13,15 +13,15 @@ import re
 from typing import Any
 
 from servers.construction.consistency import type_problems
-from servers.construction.spec import (
+from servers.construction.specmodels import (
     NAME,
     SIMULATED_OPS,
+    BaseServiceSpec,
     FieldSpec,
     ParamSpec,
-    ServiceSpec,
     ToolSpec,
 )
-from servers.construction.vocabulary import SHARED, type_description
+from servers.construction.vocabulary import SHARED
 from servers.roles import ROLE_KEY, role_problem
 from servers.types import SEMANTIC_KEY
 
@@ -47,12 +47,12 @@ def _number(value: float) -> int | float:
     return int(value) if float(value).is_integer() else value
 
 
-def shape_fields(spec: ServiceSpec, name: str) -> dict[str, FieldSpec]:
+def shape_fields(spec: BaseServiceSpec, name: str) -> dict[str, FieldSpec]:
     """The fields of ``shape:<name>``: a shape's, or an entity's record."""
     return spec.shapes[name].fields if name in spec.shapes else spec.entities[name].fields
 
 
-def type_schema(spec: ServiceSpec, type_name: str) -> dict[str, Any]:
+def type_schema(spec: BaseServiceSpec, type_name: str) -> dict[str, Any]:
     """The JSON schema of a value of a type, without description."""
     kind, name, local = spec.field_type(type_name)
     if kind == "shape":
@@ -79,7 +79,7 @@ def type_schema(spec: ServiceSpec, type_name: str) -> dict[str, Any]:
     return out
 
 
-def field_schema(spec: ServiceSpec, field: FieldSpec | ParamSpec) -> dict[str, Any]:
+def field_schema(spec: BaseServiceSpec, field: FieldSpec | ParamSpec) -> dict[str, Any]:
     """The JSON-schema property of a field, result field or parameter: its type, bounds and description."""
     value = type_schema(spec, field.type)
     bounds = field.bounds()
@@ -112,14 +112,14 @@ def field_schema(spec: ServiceSpec, field: FieldSpec | ParamSpec) -> dict[str, A
     return out
 
 
-def _described_type(spec: ServiceSpec, type_name: str) -> str:
+def _described_type(spec: BaseServiceSpec, type_name: str) -> str:
     kind, name, _ = spec.field_type(type_name)
     if kind == "shape":
         return spec.shapes[name].description if name in spec.shapes else spec.entities[name].description
-    return type_description(spec, type_name)
+    return spec.type_description(type_name)
 
 
-def record_schema(spec: ServiceSpec, fields: dict[str, FieldSpec]) -> dict[str, Any]:
+def record_schema(spec: BaseServiceSpec, fields: dict[str, FieldSpec]) -> dict[str, Any]:
     """An object schema of ``fields`` (in their order; the ones not ``optional`` are required)."""
     return {
         "type": "object",
@@ -128,7 +128,7 @@ def record_schema(spec: ServiceSpec, fields: dict[str, FieldSpec]) -> dict[str, 
     }
 
 
-def input_schema(spec: ServiceSpec, tool: ToolSpec) -> dict[str, Any]:
+def input_schema(spec: BaseServiceSpec, tool: ToolSpec) -> dict[str, Any]:
     """What the tool takes: its ``params``, in their order (required unless optional or defaulted)."""
     return {
         "type": "object",
@@ -138,14 +138,14 @@ def input_schema(spec: ServiceSpec, tool: ToolSpec) -> dict[str, Any]:
     }
 
 
-def output_schema(spec: ServiceSpec, tool: ToolSpec) -> dict[str, Any]:
+def output_schema(spec: BaseServiceSpec, tool: ToolSpec) -> dict[str, Any]:
     """What the tool answers (the envelope's ``data``): the record, or its ``returns``."""
     if tool.op in RECORD_OPS:
         return record_schema(spec, spec.entities[tool.entity].fields)
     return record_schema(spec, tool.returns or {})
 
 
-def items_field(spec: ServiceSpec, tool: ToolSpec) -> str | None:
+def items_field(spec: BaseServiceSpec, tool: ToolSpec) -> str | None:
     """The result field of a ``list`` tool that holds the records (``shape:<entity>``, a list)."""
     wanted = f"shape:{tool.entity}"
     return next((n for n, f in (tool.returns or {}).items() if f.type == wanted and f.list), None)
@@ -155,7 +155,7 @@ def items_field(spec: ServiceSpec, tool: ToolSpec) -> str | None:
 # Checks
 
 
-def _bounds_problems(spec: ServiceSpec, field: FieldSpec | ParamSpec, where: str) -> list[str]:
+def _bounds_problems(spec: BaseServiceSpec, field: FieldSpec | ParamSpec, where: str) -> list[str]:
     bounds = field.bounds()
     if not bounds or type_problems(spec, field.type, where):
         return []  # a bad type is reported by itself
@@ -170,7 +170,9 @@ def _bounds_problems(spec: ServiceSpec, field: FieldSpec | ParamSpec, where: str
     return problems
 
 
-def _field_problems(spec: ServiceSpec, name: str, field: FieldSpec | ParamSpec, where: str, nested: bool) -> list[str]:
+def _field_problems(
+    spec: BaseServiceSpec, name: str, field: FieldSpec | ParamSpec, where: str, nested: bool
+) -> list[str]:
     """A field, result field or parameter: its name, type (shapes only where ``nested``), role and bounds."""
     where = f"{where} {name!r}"
     problems = [] if re.fullmatch(NAME, name) else [f"{where}: invalid name"]
@@ -188,7 +190,7 @@ def _field_problems(spec: ServiceSpec, name: str, field: FieldSpec | ParamSpec, 
     return problems
 
 
-def _cycle(spec: ServiceSpec, name: str, path: tuple[str, ...] = ()) -> tuple[str, ...] | None:
+def _cycle(spec: BaseServiceSpec, name: str, path: tuple[str, ...] = ()) -> tuple[str, ...] | None:
     """The chain of shapes by which ``name`` contains itself, if it does."""
     if name in path:
         return (*path, name)
@@ -201,7 +203,7 @@ def _cycle(spec: ServiceSpec, name: str, path: tuple[str, ...] = ()) -> tuple[st
     return None
 
 
-def _entity_problems(spec: ServiceSpec) -> list[str]:
+def _entity_problems(spec: BaseServiceSpec) -> list[str]:
     problems: list[str] = []
     for name, entity in spec.entities.items():
         where = f"entity {name!r}"
@@ -220,7 +222,7 @@ def _entity_problems(spec: ServiceSpec) -> list[str]:
     return problems
 
 
-def _tool_problems(spec: ServiceSpec, tool: ToolSpec) -> list[str]:
+def _tool_problems(spec: BaseServiceSpec, tool: ToolSpec) -> list[str]:
     where = f"tool {tool.name!r}"
     if tool.op not in SIMULATED_OPS:
         return [f"{where}: op {tool.op!r} is not simulated (one of {', '.join(SIMULATED_OPS)})"]
@@ -256,7 +258,7 @@ def _tool_problems(spec: ServiceSpec, tool: ToolSpec) -> list[str]:
     return problems
 
 
-def simulated_problems(spec: ServiceSpec) -> list[str]:
+def simulated_problems(spec: BaseServiceSpec) -> list[str]:
     """Everything wrong with a simulated spec, each naming the type, entity, shape, field or tool."""
     problems: list[str] = []
     for name, local in spec.types.items():

@@ -32,7 +32,6 @@ from servers.construction.spec import (
     rule_text,
 )
 from servers.construction.tools import tool_code
-from servers.construction.vocabulary import python_type, type_description
 from servers.roles import ROLE_KEY, SYSTEM
 
 HEADER = "# Ejected by `compoworld services eject` from servers/catalog/{name}.json; edit freely.\n"
@@ -99,7 +98,7 @@ def _field_line(spec: ServiceSpec, names: Names, name: str, field: FieldSpec) ->
         options.append("default=None")
     elif field.default is not None:
         options.append(f"default={field.default!r}")
-    description = field.description or (type_description(spec, field.type, plural=True) if field.list else None)
+    description = field.description or (spec.type_description(field.type, plural=True) if field.list else None)
     if description:
         options.append(f"description={lit(description)}")
     if field.role:
@@ -122,7 +121,7 @@ def _record(spec: ServiceSpec, names: Names, entity_name: str, entity: EntitySpe
 
 def seed_expression(spec: ServiceSpec, entity_name: str, name: str, field: FieldSpec) -> str:
     """Python expression drawing one seeded value of a field (``values`` holds earlier fields)."""
-    python = python_type(spec, field.type)
+    python = spec.python_type(field.type)
     kind, _, arg = field_seed(spec, field).partition(":")
     if kind in ("person", "employee", "contact"):
         slot, attr = arg.split(".")

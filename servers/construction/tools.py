@@ -8,7 +8,6 @@ from typing import Any
 
 from servers.construction.naming import Names, lit, wrap_doc
 from servers.construction.spec import SYSTEM_FIELDS, Condition, ServiceSpec, ToolSpec
-from servers.construction.vocabulary import python_type, type_description, value_range
 
 ERRORS = {400: "BadRequest", 403: "Forbidden", 404: "NotFound", 409: "Conflict"}
 NEGATE = {
@@ -67,7 +66,7 @@ class ToolWriter:
     # -- parameters --------------------------------------------------------------------------
 
     def _desc(self, type_name: str, explicit: str | None) -> str:
-        return explicit or type_description(self.spec, type_name)
+        return explicit or self.spec.type_description(type_name)
 
     def add_param(self, name: str, type_name: str, description: str, *, optional: bool, listed: bool = False,
                   default: Any = None) -> None:  # fmt: skip
@@ -247,7 +246,7 @@ class ToolWriter:
         if raw != "$now":
             return repr(raw)
         spec_field = self.spec.entities[entity or self.tool.entity].fields.get(name)
-        return "now.date()" if spec_field and python_type(self.spec, spec_field.type) == "date" else "now"
+        return "now.date()" if spec_field and self.spec.python_type(spec_field.type) == "date" else "now"
 
     def apply_set(self, target: str) -> None:
         for name, raw in self.tool.set.items():
@@ -272,12 +271,12 @@ class ToolWriter:
                 else:
                     amount = repr(operand)
                 new = f"effect_{i}_{name}"
-                integer = python_type(self.spec, target.fields[name].type) == "int"
+                integer = self.spec.python_type(target.fields[name].type) == "int"
                 total = f"({var}.{name} or 0) + {amount}"
                 self.body.add(f"{new} = None")
                 self.body.add(f"if {var} is not None and {amount} is not None:")
                 self.body.add(f"{new} = {total}" if integer else f"{new} = round({total}, 6)", 2)
-                lo, hi = value_range(self.spec, target.fields[name].type)
+                lo, hi = self.spec.value_range(target.fields[name].type)
                 checks = ([f"{new} < {lo!r}"] if lo is not None else []) + (
                     [f"{new} > {hi!r}"] if hi is not None else []
                 )
@@ -342,7 +341,7 @@ class ToolWriter:
             fields = " or ".join(f"the {f.replace('_', ' ')}" for f in tool.search)
             self.params.append(Param("query", "Query | None", f"Case-insensitive text to find in {fields}.", "None",
                                      "search_query", True))  # fmt: skip
-            values = ", ".join(f"r.{f}" if python_type(self.spec, self._ftype(f)) == "str" else f"str(r.{f})"
+            values = ", ".join(f"r.{f}" if self.spec.python_type(self._ftype(f)) == "str" else f"str(r.{f})"
                                for f in tool.search)  # fmt: skip
             conds.append(f"any(contains(v, query) for v in ({values},))")
         self.params.append(Param("offset", "Offset", f"Number of {entity.plural.replace('_', ' ')} to skip.", "0"))
@@ -357,7 +356,7 @@ class ToolWriter:
         key = f"r.{sort}"
         if sort in entity.fields and (entity.fields[sort].optional or entity.fields[sort].list):
             zero = {"str": "''", "int": "0", "float": "0.0", "bool": "False"}.get(
-                python_type(self.spec, self._ftype(sort))
+                self.spec.python_type(self._ftype(sort))
             )
             key = f"r.{sort} is None, str(r.{sort} or '')" if zero is None else f"r.{sort} is None, r.{sort} or {zero}"
         self.body.add(f"return paginate(sorted(rows, key=lambda r: ({key}, r.id){reverse}), offset, limit)")
@@ -521,11 +520,11 @@ class ToolWriter:
         self.extra_params()
         self._target()
         self.frozen_check()
-        python = python_type(self.spec, spec_field.type)
+        python = self.spec.python_type(spec_field.type)
         current = f"(record.{tool.field} or 0)" if spec_field.optional else f"record.{tool.field}"
         total = f"{current} + {pname}" if python == "int" else f"round({current} + {pname}, 6)"
         self.body.add(f"new_value = {total}")
-        lo, hi = value_range(self.spec, spec_field.type)
+        lo, hi = self.spec.value_range(spec_field.type)
         checks = ([f"new_value < {lo!r}"] if lo is not None else []) + (
             [f"new_value > {hi!r}"] if hi is not None else []
         )

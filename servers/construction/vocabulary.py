@@ -8,15 +8,12 @@ from __future__ import annotations
 
 import typing
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, get_args, get_origin
+from typing import Any, get_args, get_origin
 
 from pydantic.fields import FieldInfo
 
 import servers.types as types_module
 from servers.types import SEMANTIC_KEY
-
-if TYPE_CHECKING:
-    from servers.construction.spec import ServiceSpec
 
 
 @dataclass(frozen=True)
@@ -57,34 +54,3 @@ def _shared() -> dict[str, SharedType]:
 
 #: Semantic name → shared type, for every top-level alias of ``servers.types``.
 SHARED: dict[str, SharedType] = _shared()
-
-
-def python_type(spec: ServiceSpec, type_name: str) -> str:
-    """The Python base type (``str``, ``int``, ``float``, ``bool``, ``datetime``, ``date``) of a field type."""
-    kind, _, local = spec.field_type(type_name)
-    if kind == "ref":
-        return "str"
-    if local is not None:
-        return {"string": "str", "integer": "int", "number": "float", "boolean": "bool"}[local.type]
-    shared = SHARED.get(type_name)
-    return shared.python if shared else "str"
-
-
-def value_range(spec: ServiceSpec, type_name: str) -> tuple[float | None, float | None]:
-    """``(minimum, maximum)`` a value of the type may take (None: unbounded on that side)."""
-    _, _, local = spec.field_type(type_name)
-    if local is not None:
-        return local.minimum, local.maximum
-    shared = SHARED.get(type_name)
-    return (shared.constraints.get("ge"), shared.constraints.get("le")) if shared else (None, None)
-
-
-def type_description(spec: ServiceSpec, type_name: str, plural: bool = False) -> str:
-    """The description of a field type: a local or shared type's own, or the id(s) of an entity."""
-    kind, _, local = spec.field_type(type_name)
-    if local is not None:
-        return local.description
-    if kind == "ref":
-        noun = type_name[4:].replace("_", " ")
-        return f"Ids of {noun}s." if plural else f"Id of the {noun}."
-    return SHARED[type_name].description

@@ -40,7 +40,7 @@ from servers.construction.seeding import (
     text,
 )
 from servers.construction.spec import AUTO_FIELDS, SYSTEM_FIELDS, FieldSpec, ServiceSpec
-from servers.construction.vocabulary import SHARED, python_type, type_description
+from servers.construction.vocabulary import SHARED
 from servers.framework import Record, ServiceState
 from servers.population import Population
 from servers.roles import ROLE_KEY, SYSTEM, role
@@ -136,7 +136,7 @@ def _field(models_: dict[str, Any], spec: ServiceSpec, field: FieldSpec) -> tupl
         options["default"] = None
     elif field.default is not None:
         options["default"] = field.default
-    description = field.description or (type_description(spec, field.type, plural=True) if field.list else None)
+    description = field.description or (spec.type_description(field.type, plural=True) if field.list else None)
     if description:
         options["description"] = description
     if field.role:
@@ -200,7 +200,7 @@ def _short(value: float) -> float:
 
 def seed_draw(spec: ServiceSpec, field: FieldSpec) -> Draw:
     """The function drawing one seeded value of ``field`` (``values``: the record's earlier fields)."""
-    python = python_type(spec, field.type)
+    python = spec.python_type(field.type)
     kind, _, arg = field_seed(spec, field).partition(":")
     draw: Draw
     if kind in ("person", "employee", "contact"):

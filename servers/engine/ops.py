@@ -16,7 +16,6 @@ from collections.abc import Callable
 from typing import Any
 
 from servers.construction.spec import ToolSpec
-from servers.construction.vocabulary import python_type, type_description, value_range
 from servers.engine.conditions import MISSING, Scope, broken, heads
 from servers.engine.models import Models
 from servers.framework import (
@@ -84,7 +83,7 @@ class Operation:
     # -- parameters --------------------------------------------------------------------------
 
     def _describe(self, type_name: str, explicit: str | None) -> str:
-        return explicit or type_description(self.spec, type_name)
+        return explicit or self.spec.type_description(type_name)
 
     def add(self, name: str, type_name: str, description: str, *, optional: bool, listed: bool = False,
             default: Any = None) -> None:  # fmt: skip
@@ -209,9 +208,9 @@ class Operation:
                     continue
                 field = self.spec.entities[target_entity].fields[field_name]
                 current = getattr(other, field_name) or 0
-                integer = python_type(self.spec, field.type) == "int"
+                integer = self.spec.python_type(field.type) == "int"
                 new_value = current + amount if integer else round(current + amount, 6)
-                lo, hi = value_range(self.spec, field.type)
+                lo, hi = self.spec.value_range(field.type)
                 if (lo is not None and new_value < lo) or (hi is not None and new_value > hi):
                     label = target_entity.replace("_", " ")
                     raise Conflict(
@@ -242,7 +241,7 @@ class Operation:
         if raw != "$now":
             return raw
         field = self.spec.entities[entity].fields.get(name)
-        return now.date() if field and python_type(self.spec, field.type) == "date" else now
+        return now.date() if field and self.spec.python_type(field.type) == "date" else now
 
     def apply_set(self, record: Any, now: dt.datetime) -> None:
         for name, raw in self.tool.set.items():
@@ -283,7 +282,7 @@ class Operation:
             self.params.append(
                 Declared("query", Query | None, False, None, f"Case-insensitive text to find in {fields}.")
             )
-            texts = [(f, python_type(spec, self.field_type(f)) == "str") for f in tool.search]
+            texts = [(f, spec.python_type(self.field_type(f)) == "str") for f in tool.search]
             tests.append(
                 lambda r, v: any(
                     contains(getattr(r, f) if plain else str(getattr(r, f)), v["query"]) for f, plain in texts
@@ -295,7 +294,7 @@ class Operation:
         reverse = (tool.sort or "").startswith("-")
         key: Callable[[Any], Any] = lambda r: (getattr(r, sort), r.id)  # noqa: E731
         if sort in entity.fields and (entity.fields[sort].optional or entity.fields[sort].list):
-            zero = {"str": "", "int": 0, "float": 0.0, "bool": False}.get(python_type(spec, self.field_type(sort)))
+            zero = {"str": "", "int": 0, "float": 0.0, "bool": False}.get(spec.python_type(self.field_type(sort)))
             if zero is None:
                 key = lambda r: (getattr(r, sort) is None, str(getattr(r, sort) or ""), r.id)  # noqa: E731
             else:
@@ -462,8 +461,8 @@ class Operation:
         (pname,) = tool.params
         self.add_id()
         self.add_extra()
-        integer = python_type(self.spec, field.type) == "int"
-        lo, hi = value_range(self.spec, field.type)
+        integer = self.spec.python_type(field.type) == "int"
+        lo, hi = self.spec.value_range(field.type)
         bounds = f"outside [{'-inf' if lo is None else f'{lo:g}'}, {'inf' if hi is None else f'{hi:g}'}]"
 
         def run(state: ServiceState, values: dict[str, Any]) -> Any:
