@@ -13,25 +13,24 @@ from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from hub.registry import Registry, ServiceEntry
-from hub.world import Middleware, ServiceSlot, World
+from hub.world import MiddlewareFactory, ServiceSlot, World
 from servers.framework import Service
 from servers.registry import all_services
 
-MiddlewareFactory = Callable[[World], Middleware]
-
 
 class Hub:
-    """Owns the registry, the cache of seeded states, and every open world."""
+    """Owns the registry, the cache of seeded states, and every open world (the host of its worlds:
+    :class:`hub.world.WorldHost`)."""
 
     def __init__(self, registry: Registry, middleware: Sequence[MiddlewareFactory] = ()) -> None:
         self.registry = registry
         self.middleware = list(middleware)
         self._seeded: dict[tuple[str, int], ServiceSlot] = {}
-        self._worlds: dict[str, World] = {}
+        self._worlds: dict[str, World[Hub]] = {}
         self._lock = threading.Lock()
         # What clients derive from the registry alone (a task walker per seed, …), kept as long as the hub.
         self.derived: dict[Any, Any] = {}
@@ -69,7 +68,7 @@ class Hub:
         seed: int | None = 0,
         snapshot: Mapping[str, Any] | None = None,
         world_id: str | None = None,
-    ) -> World:
+    ) -> World[Hub]:
         """Open an isolated world over ``services`` (default: all), from a seed or a snapshot."""
         names = self.registry.require_services(services if services is not None else self.registry.services)
         world_id = world_id or uuid.uuid4().hex[:12]
@@ -96,27 +95,29 @@ class Hub:
             world.initial = snapshot
         for factory in reversed(self.middleware):
             world.use(factory(world))
-        return self._adopt(world)
+        self.adopt(world)
+        return world
 
-    def _adopt(self, world: World) -> World:
+    def adopt(self, world: World[Hub]) -> None:
+        """Count ``world`` among this hub's open worlds (a world opened here, or forked from one)."""
         with self._lock:
             if world.id in self._worlds:
                 raise ValueError(f"world id {world.id!r} is already open")
             self._worlds[world.id] = world
-        return world
 
-    def _forget(self, world_id: str) -> None:
+    def forget(self, world_id: str) -> None:
+        """No longer count the world ``world_id`` as open (its :meth:`~hub.world.World.close` calls this)."""
         with self._lock:
             self._worlds.pop(world_id, None)
 
-    def world(self, world_id: str) -> World:
+    def world(self, world_id: str) -> World[Hub]:
         try:
             return self._worlds[world_id]
         except KeyError:
             raise KeyError(f"world {world_id!r} is not open") from None
 
     @property
-    def worlds(self) -> Mapping[str, World]:
+    def worlds(self) -> Mapping[str, World[Hub]]:
         return dict(self._worlds)
 
     def close(self) -> None:

@@ -565,10 +565,7 @@ def mount(hub: Hub, server: ExternalServer) -> Registry:
             server.last_error = f"its tools cannot be mounted: {exc}"
             log.warning("external server %r: %s", server.config.name, server.last_error)
             return registry
-        hub.registry = rebuilt
-        for world in hub.worlds.values():  # open worlds keep their own view of the mounted entries
-            if fresh.name in world._entries:
-                world._entries[fresh.name] = fresh
+        hub.registry = rebuilt  # open worlds see the tools at once: the backend they hold is the same
         log.info("external server %r started: %d tools mounted", server.config.name, len(fresh.tools))
         return rebuilt
 

@@ -19,14 +19,11 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Generic, Protocol, TypeVar
 
-from hub.registry import ServiceEntry, ToolEntry
+from hub.registry import Registry, ServiceEntry, ToolEntry
 from servers.framework import Envelope, Service, ServiceState, error
 from servers.state import Change, diff, snapshot, stable_hash
-
-if TYPE_CHECKING:
-    from hub.core import Hub
 
 
 class ServiceSlot:
@@ -110,6 +107,31 @@ class CallContext:
 
 Handler = Callable[[CallContext], Envelope]
 Middleware = Callable[[CallContext, Handler], Envelope]
+MiddlewareFactory = Callable[["World[Any]"], Middleware]
+
+
+class WorldHost(Protocol):
+    """What a world needs of the hub that opened it (:class:`hub.core.Hub` is the one host).
+
+    A world looks its tools up in the host's current registry, takes seeded states from the host's
+    cache, and tells the host about the worlds it spawns (forks, checkpoints) and about its closing,
+    so that the host can find and close every open world.
+    """
+
+    @property
+    def registry(self) -> Registry: ...
+
+    @property
+    def middleware(self) -> Sequence[MiddlewareFactory]: ...
+
+    def seeded_slot(self, service: str, seed: int) -> ServiceSlot: ...
+
+    def adopt(self, world: World[Any]) -> None: ...
+
+    def forget(self, world_id: str) -> None: ...
+
+
+HostT = TypeVar("HostT", bound=WorldHost)
 
 
 def unknown_tool(tool: str, services: Iterable[str]) -> Envelope:
@@ -120,16 +142,16 @@ def unknown_tool(tool: str, services: Iterable[str]) -> Envelope:
     )
 
 
-def _dispatch(ctx: CallContext) -> Envelope:
-    return ctx.world._core(ctx)
+class World(Generic[HostT]):
+    """The states of the services mounted for one episode, with an explicit id.
 
-
-class World:
-    """The states of the services mounted for one episode, with an explicit id."""
+    Generic in its host, so that ``world.hub`` has the host's own type (a :class:`hub.core.Hub` for
+    every world a hub opens) while this module needs no more of it than :class:`WorldHost`.
+    """
 
     def __init__(
         self,
-        hub: Hub,
+        hub: HostT,
         world_id: str,
         services: list[str],
         seed: int | None,
@@ -149,6 +171,8 @@ class World:
         self._stateful = frozenset(self._order)
         if seed is None and len(self._stateful) != len(slots):
             raise ValueError("a world without a seed needs a slot for every stateful service")
+        # Only the entries' backends are read from here (a remount keeps the backend and changes the
+        # tools); tools are looked up in the host's current registry.
         self._entries: dict[str, ServiceEntry] = {name: hub.registry.services[name] for name in services}
         self.middleware = middleware
         self._handler = self._build_pipeline()
@@ -166,7 +190,7 @@ class World:
         # The handlers reach the world through ``ctx.world``, never through a closure over
         # ``self``: a world is then no reference cycle and its states are freed the moment it
         # is dropped, instead of piling up for the cyclic garbage collector.
-        handler: Handler = _dispatch
+        handler: Handler = World._run
         for mw in reversed(self.middleware):
             handler = (lambda m, nxt: lambda ctx: m(ctx, nxt))(mw, handler)
         return handler
@@ -176,11 +200,13 @@ class World:
         self.middleware = [middleware, *self.middleware]
         self._handler = self._build_pipeline()
 
-    def _core(self, ctx: CallContext) -> Envelope:
-        entry = ctx.entry
+    @staticmethod
+    def _run(ctx: CallContext) -> Envelope:
+        """The innermost handler: the call itself, on the world of ``ctx``."""
+        world, entry = ctx.world, ctx.entry
         if entry is None:
-            return unknown_tool(ctx.tool, self.services)
-        slot = self._slots.get(entry.service) or self._seeded(entry.service)
+            return unknown_tool(ctx.tool, world.services)
+        slot = world._slots.get(entry.service) or world._seeded(entry.service)
         tool = entry.native
         if slot is not None and tool is not None:
             if entry.kind != "write":
@@ -191,10 +217,10 @@ class World:
             if isinstance(values, str):
                 return error(400, values)
             return tool.run(slot.write_state(), values)
-        backend = self._entries[entry.service].backend
+        backend = world._entries[entry.service].backend
         if backend is None:
             return error(500, f"service {entry.service!r} has no backend")
-        result: Envelope = backend.call(self, entry.name, ctx.arguments)
+        result: Envelope = backend.call(world, entry.name, ctx.arguments)
         return result
 
     def call(self, tool: str, arguments: Mapping[str, Any] | None = None) -> Envelope:
@@ -238,9 +264,6 @@ class World:
 
     def _all_slots(self) -> list[tuple[str, ServiceSlot]]:
         return [(name, self.slot(name)) for name in self._order]
-
-    def tool_entries(self) -> list[ToolEntry]:
-        return [t for name in self.services for t in self._entries[name].tools]
 
     # -- state -------------------------------------------------------------------------------
 
@@ -286,7 +309,7 @@ class World:
         with self._lock:
             self._slots = {}  # every slot comes back from the hub's cache when next needed
 
-    def fork(self, world_id: str | None = None) -> World:
+    def fork(self, world_id: str | None = None) -> World[HostT]:
         """An independent copy of this world (registered with the hub), sharing states until writes.
 
         The fork keeps the parent's opening state (so it scores against the same start) and gets
@@ -296,7 +319,7 @@ class World:
             slots = {name: slot.share() for name, slot in self._slots.items()}
         return self._spawn(slots, world_id)
 
-    def _spawn(self, slots: dict[str, ServiceSlot], world_id: str | None) -> World:
+    def _spawn(self, slots: dict[str, ServiceSlot], world_id: str | None) -> World[HostT]:
         # Services without a slot are still seeded here, and so they are in the child.
         child = World(
             self.hub, world_id or uuid.uuid4().hex[:12], list(self.services), self.seed, slots, [], self._order
@@ -304,9 +327,10 @@ class World:
         child.initial = self.initial
         for factory in reversed(self.hub.middleware):
             child.use(factory(child))
-        return self.hub._adopt(child)
+        self.hub.adopt(child)
+        return child
 
-    def checkpoint(self, world_id: str | None = None) -> World:
+    def checkpoint(self, world_id: str | None = None) -> World[HostT]:
         """A fork for resuming from this point while this world runs on (like :meth:`fork`).
 
         States this world already owns stay private to it, so its next write does not copy them:
@@ -367,4 +391,4 @@ class World:
 
     def close(self) -> None:
         self.closed = True
-        self.hub._forget(self.id)
+        self.hub.forget(self.id)
