@@ -25,8 +25,6 @@ from hub.world import CallContext, Handler, World
 from servers.framework import Envelope, error
 from servers.state import Change, diff
 
-FaultKind = Literal["latency", "error", "rate_limit", "drift"]
-
 
 class CallRecord(BaseModel):
     """One recorded call."""

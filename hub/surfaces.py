@@ -32,8 +32,6 @@ DIRECT_INSTRUCTIONS = (
     '{"success": true, "data": ...} or {"success": false, "error": {"code": ..., "message": ...}}.'
 )
 
-_ENVELOPE_OUT: dict[str, Any] = {"type": "object", "properties": {"success": {"type": "boolean"}}}
-
 GATEWAY_TOOLS = [
     types.Tool(
         name="list_services",

@@ -187,7 +187,6 @@ def contains(haystack: str | None, needle: str | None) -> bool:
 
 
 _BASE_FIELDS = frozenset(ServiceState.model_fields)  # seq and clock: every state has them
-SeedFn = Callable[[random.Random, "Population"], Any]
 Source = Literal["hand-written", "spec", "simulated", "external"]
 
 

@@ -18,7 +18,6 @@ service declares in ``system_fields`` are ``system`` whatever they say).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, Final
 
 from pydantic import Field
@@ -115,8 +114,3 @@ def role_problem(semantic: str | None, declared: str | None) -> str | None:
     if declared not in ROLES[semantic]:
         return f"role {declared!r} is not a role of {semantic} (one of {', '.join(ROLES[semantic])})"
     return None
-
-
-def field_roles(schema: Mapping[str, Any]) -> dict[str, str | None]:
-    """Property → declared role of a record schema's properties (None where none is declared)."""
-    return {name: prop.get(ROLE_KEY) for name, prop in schema.get("properties", {}).items()}

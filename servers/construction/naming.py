@@ -54,8 +54,6 @@ class Names:
                 self.row[tool.name] = alias
         self.shared_used: set[str] = set()
         self.framework_used: set[str] = set()
-        self.support_used: set[str] = set()
-        self.any_used = False
 
     def type_of(self, type_name: str) -> str:
         """The alias that annotates a value of ``type_name`` (imported where needed)."""

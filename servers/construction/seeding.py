@@ -8,7 +8,6 @@ payroll employee). :func:`default_seed` is the seed a field gets when its spec g
 from __future__ import annotations
 
 import datetime as dt
-import json
 import random
 import re
 from typing import TYPE_CHECKING, Any
@@ -194,10 +193,6 @@ def text(rng: random.Random, template: str, values: dict[str, Any]) -> str:
         return str(values.get(key) or "")
 
     return re.sub(r"\{([^{}]+)\}", fill, template).strip() or "untitled"
-
-
-def const(literal: str) -> Any:
-    return json.loads(literal)
 
 
 def stamps(rng: random.Random, now: dt.datetime, max_age_days: int = 180) -> tuple[dt.datetime, dt.datetime]:

@@ -379,7 +379,6 @@ class ToolWriter:
                            f"{name.replace('_', ' ')}.", optional=True)  # fmt: skip
         conds = " and ".join(f"({n} is None or r.{n} == {n})" for n in tool.filters) or "True"
         group = tool.group_by
-        self.names.any_used = True
         self.body.add("groups: dict[Any, list[Any]] = {}")
         self.body.add(f"for r in state.{entity.plural}.values():")
         self.body.add(f"if {conds}:" if tool.filters else "if True:", 2)

@@ -70,15 +70,3 @@ def broken(guards: list[Guard], scope: Scope) -> Guard | None:
         if all(holds(c, scope) is True for c in guard.when) and any(holds(c, scope) is False for c in guard.require):
             return guard
     return None
-
-
-def heads(guards: list[Guard]) -> list[str]:
-    """The ref heads (``param`` or ``record.<field>``) whose linked records the guards read."""
-    found: list[str] = []
-    for guard in guards:
-        for cond in guard.when + guard.require:
-            for operand in (cond.left, cond.right or ""):
-                head, _, follow = operand.partition("->")
-                if follow and head not in found:
-                    found.append(head)
-    return found

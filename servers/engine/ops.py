@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from servers.construction.spec import ToolSpec
-from servers.engine.conditions import MISSING, Scope, broken, heads
+from servers.engine.conditions import MISSING, Scope, broken
 from servers.engine.models import Models
 from servers.framework import (
     BadRequest,
@@ -71,7 +71,6 @@ class Operation:
         self.result: Any = Deferred(lambda: self.model)
         self.checked: list[str] = []  # ref params whose records must exist (404), in order
         self.call: Callable[[ServiceState, dict[str, Any]], Any] = getattr(self, f"_declare_{tool.op}")()
-        self.linked_heads = heads(tool.guards)
 
     @property
     def model(self) -> Any:
