@@ -23,7 +23,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from hub.registry import Registry, ServiceEntry, ToolEntry
 from servers.framework import Envelope, Service, ServiceState, error
-from servers.state import Change, diff, snapshot, stable_hash
+from servers.state import Change, diff, peeking, snapshot, stable_hash
 
 
 class ServiceSlot:
@@ -210,7 +210,8 @@ class World(Generic[HostT]):
         tool = entry.native
         if slot is not None and tool is not None:
             if entry.kind != "write":
-                return tool.invoke(slot.read_state(), ctx.arguments)
+                with peeking():  # a read copies nothing out of a state its world still shares
+                    return tool.invoke(slot.read_state(), ctx.arguments)
             # Arguments are checked before the state is made private: a call refused with a 400
             # copies nothing and keeps the cached snapshot and hash.
             values = tool.prepare(ctx.arguments)

@@ -77,6 +77,7 @@ class Done:
     record: Located | None
     service: str
     slots: dict[str, str] = field(default_factory=dict)
+    tool: str = ""  # the write's qualified name (a skipped reaction's steps were in a discarded fork)
 
 
 @dataclass
@@ -101,6 +102,7 @@ class Stage:
     branch: Branch | None = None
     skipped: Done | None = None  # the reaction its rule held against, as it would have been done
     chained: bool = False  # the trigger is a record an earlier stage made
+    model: Stage | None = None  # a second record handled like the first: the stage it repeats
 
 
 @dataclass

@@ -27,10 +27,11 @@ from typing import Any
 from hub.core import Hub
 from hub.rubric import RecordCriterion, ServiceUntouchedCriterion, UnchangedCriterion, check
 from hub.world import World
+from servers.framework import error
 from taskgen.adversaries import Panel, run_panel, verdict
 from taskgen.compose import leaks
 from taskgen.oracle import continue_plan, run_plan
-from taskgen.task import Task
+from taskgen.task import Task, resolve
 from taskgen.walk import Walker, walker_for
 
 GATES = ("oracle", "null", "necessary", "leak", "ambiguous", "adversary")
@@ -75,6 +76,8 @@ def check_gates(hub: Hub, task: Task, walker: Walker | None = None, adversaries:
         try:
             if _fails_without(hub, task, index, _before(hub, task, index, start), initial, positives, total):
                 continue
+            if _fails_alone(hub, task, index, start, oracle.envelopes, initial, positives, total):
+                continue
             # Resume from the world just before the step, so the steps before it are not re-run.
             dropped = continue_plan(start, task.plan, oracle.envelopes[:index], index, skip=[index], record=False)
             if dropped.world.score(task.rubric, report=task.expected_report).score >= 1.0:
@@ -112,6 +115,52 @@ def ambiguous(task: Task, walker: Walker) -> list[str]:
         if sum(1 for r in named if r.get(qualifier["field"]) == qualifier["value"]) != 1:
             out.append(f"{value} ({qualifier['field']} {qualifier['value']})")
     return out
+
+
+def _fails_alone(
+    hub: Hub,
+    task: Task,
+    index: int,
+    start: World,
+    envelopes: list[dict[str, Any]],
+    initial: Mapping[str, Any],
+    positives: list[Any],
+    total: float,
+) -> bool:
+    """Whether the plan without write ``index`` surely scores below 1.0, judged by re-running only
+    the later steps of the service it writes (on a fork of ``start``, the world just before it).
+
+    Another service's step cannot change this service's state, so its oracle envelope stands in for
+    it, as long as its arguments resolve as they did in the oracle's run; when one does not (it
+    used a result the variant changed), only the full re-run can tell, and this says False."""
+    service = hub.registry.tools[task.plan[index].tool].service
+    if service not in start.stateful_services:
+        return False
+    variant = start.fork()
+    try:
+        seen: list[dict[str, Any]] = [*envelopes[:index], error(499, "step skipped")]
+        for step in task.plan[index + 1 :]:
+            try:
+                arguments: Any = resolve(step.arguments, seen)
+            except (KeyError, IndexError, TypeError, ValueError):
+                arguments = None
+            if hub.registry.tools[step.tool].service == service:
+                seen.append(error(424, "missing") if arguments is None else variant.call(step.tool, arguments))
+                continue
+            if arguments != resolve(step.arguments, envelopes):
+                return False
+            seen.append(envelopes[len(seen)])
+        final = {service: variant.slot(service).snapshot()}
+    finally:
+        variant.close()
+    for criterion in positives:
+        if (
+            isinstance(criterion, STATE_CRITERIA)
+            and criterion.service == service
+            and not check(criterion, initial, final, task.expected_report).passed
+        ):
+            return round((total - criterion.weight) / total, 6) < 1.0
+    return False
 
 
 def _before(hub: Hub, task: Task, index: int, start: World) -> Any:

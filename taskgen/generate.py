@@ -108,7 +108,9 @@ def workflows_for(hub: Hub, walker: Walker) -> Workflows:
 def attempt_pattern(hub: Hub, walker: Walker, seed: int, index: int, min_services: int = 2) -> Task | list[str]:
     """A task from a workflow pattern (chosen by the attempt's own random stream)."""
     rng = random.Random(f"taskgen:patterns:{seed}:{index}")
-    patterns = load_patterns()
+    # a follow-on ("once the new task exists") starts from a record the task made, never from a
+    # seeded one: told of an old record, "the task just created" would not be true
+    patterns = [p for p in load_patterns() if not p.trigger.chainable]
     pattern = rng.choice(patterns)
     workflows = workflows_for(hub, walker)
     flow = None
@@ -311,11 +313,15 @@ def stats(tasks: list[Task], rejections: dict[str, int] | None = None) -> dict[s
         "median_distractors": median(len(t.distractor_services) for t in tasks),
         "median_oracle_calls": median(len(t.plan) for t in tasks),
         "rule_share": share(lambda t: bool(t.meta.get("rule"))),
-        "rule_branch_share": share(lambda t: bool((t.meta.get("rule") or {}).get("held"))),
+        # a rule that held for any record of a batch sent that record down the other branch
+        "rule_branch_share": share(
+            lambda t: any(r.get("held") for r in t.meta.get("rules") or [t.meta.get("rule") or {}])
+        ),
         "rule_branch_share_of_rules": round(sum(bool(r.get("held")) for r in rules) / len(rules), 4) if rules else 0.0,
         "trap_share": share(lambda t: bool(t.meta.get("traps"))),
+        "batch_share": share(lambda t: int(t.meta.get("records", 1)) > 1),
         "report_kinds": dict(sorted(Counter(_report_kind(t) for t in tasks if t.expected_report).items())),
-        "patterns_used": len({t.meta["pattern"] for t in tasks if t.meta.get("pattern")}),
+        "patterns_used": len({p for t in tasks for p in t.meta.get("patterns") or [t.meta.get("pattern")] if p}),
         "median_transfers": median(len(t.transfers) for t in tasks),
         "median_length": median(len(t.plan) for t in tasks),
         "median_criteria": median(len(t.rubric.criteria) for t in tasks),
@@ -346,5 +352,5 @@ def _written(task: Task) -> set[str]:
 
 
 def _report_kind(task: Task) -> str:
-    key = next(iter(task.expected_report))
+    key = next(iter(task.expected_report)).rstrip("0123456789").rstrip("_")  # a batch's task_key_1
     return key.rsplit("_", 1)[-1]

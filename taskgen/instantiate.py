@@ -15,6 +15,7 @@ from dataclasses import replace
 
 from taskgen.flowmodel import Done, Flow, Located, Stage
 from taskgen.pattern import Pattern, Reaction, load_patterns
+from taskgen.rules import repeat_branch
 from taskgen.walk import WalkError, humanize
 from taskgen.workflow import Workflows
 
@@ -23,6 +24,11 @@ RULE_RATE = 0.85
 CHAIN_RATE = 0.85
 """Chance to go on with another pattern when a stage made a record one starts from."""
 MAX_STAGES = 3
+BATCH_RATE = 0.95
+THIRD_RATE = 0.5
+"""Chance that a batch of two takes a third record."""
+"""Chance that a second seeded record in the same situation is handled the same way ("the same
+goes for the release 'B'"), as real requests batch the week's won deals or overdue invoices."""
 
 
 def instantiate(
@@ -32,7 +38,8 @@ def instantiate(
     rule: bool | None = None,
     chain: bool = True,
 ) -> Flow:
-    """Run ``pattern`` (then, with ``chain``, patterns triggered by what it made) in a fresh world
+    """Run ``pattern`` (then, with ``chain``, the same for more records in the trigger's situation,
+    or patterns triggered by what it made) in a fresh world
     of the seed; raises :class:`WalkError` with a reason.
 
     ``rule``: None draws whether the first stage states a house rule and which way it goes; False
@@ -53,6 +60,10 @@ def instantiate(
     if len({d.service for d in flow.done}) < 2:
         flow.close()
         raise WalkError("too_few_services")
+    if chain and rng.random() < BATCH_RATE and _repeat(workflows, flow, rng):
+        if rng.random() < THIRD_RATE:
+            _repeat(workflows, flow, rng)
+        return flow  # "once the new task exists" would not say which of the two
     for _ in range(MAX_STAGES - 1):
         if not chain or rng.random() >= CHAIN_RATE or not _chain(workflows, flow, rng):
             break
@@ -64,10 +75,16 @@ def _run_stage(workflows: Workflows, flow: Flow, rng: random.Random, rule: bool 
     stage = flow.stage
     pattern = stage.pattern
     drawn = rng.random() < RULE_RATE
-    chosen = rng.choice(pattern.rules) if pattern.rules and (drawn if rule is None else rule) else None
-    branch = workflows.branch(flow, chosen, rng, held=rule) if chosen is not None else None
-    if rule and branch is None:
-        raise WalkError("no_rule")
+    if stage.model is not None:
+        # a second record under the same rule: it holds or not by the record's own value
+        branch = repeat_branch(flow.trigger, stage.model.branch) if stage.model.branch is not None else None
+        if stage.model.branch is not None and branch is None:
+            raise WalkError("repeat_rule")
+    else:
+        chosen = rng.choice(pattern.rules) if pattern.rules and (drawn if rule is None else rule) else None
+        branch = workflows.branch(flow, chosen, rng, held=rule) if chosen is not None else None
+        if rule and branch is None:
+            raise WalkError("no_rule")
     stage.branch = branch
     # A later stage posts no second round of broadcasts where earlier ones went (another note to a
     # team channel): that reads as a recipe, not as a colleague's request. A message to a person
@@ -89,8 +106,12 @@ def _run_stage(workflows: Workflows, flow: Flow, rng: random.Random, rule: bool 
             continue
         if reaction.follows and not any(d.reaction.id == reaction.follows for d in stage.done):
             continue  # it acts on the record of a reaction the request went without
+        if stage.model is not None and workflows.twin(flow, reaction) is None:
+            continue  # the first record went without it: so does the second (one list of asks)
         done = workflows.react(flow, reaction, rng, used)
         if done is None:
+            if stage.model is not None:
+                raise WalkError(f"repeat:{reaction.id}")
             # a hop two applications answer differently is ambiguous for this trigger: the request
             # goes without it rather than check a person the agent could not know was meant
             if reaction.optional or any(">" in source for source in reaction.links.values()):
@@ -137,6 +158,46 @@ def _chain(workflows: Workflows, flow: Flow, rng: random.Random) -> bool:
         flow.checked, flow.mentions, flow.mounted_extra, flow.tolerated = checked, mentions, extra, tolerated
         return False
     flow.retired.append(original)
+    return True
+
+
+def _repeat(workflows: Workflows, flow: Flow, rng: random.Random) -> bool:
+    """Handle a second seeded record in the trigger's situation exactly as the first (same tools,
+    same containers, the same rule judged on its own value); False when none can be."""
+    first = flow.stages[0]
+    listing = flow.steps[first.trigger.step]
+    needs = workflows.trigger_needs(first.pattern)
+    taken = {first.trigger.anchor, *(r["value"] for r in flow.references)}
+    options = [
+        r
+        for r in workflows.located(listing)
+        if r.anchor
+        and r.anchor not in taken
+        and r.record.get("id") != first.trigger.record.get("id")
+        and workflows.in_state(r.record, first.pattern.trigger.state)
+        and all(r.fields(role, kind or None) for role, kind in needs)
+        and workflows.unique(listing.entry.service, r.anchor)
+    ]
+    if not options:
+        return False
+    record = rng.choice(options)
+    record.entity = first.trigger.entity
+    mark, checked, mentions = len(flow.steps), dict(flow.checked), dict(flow.mentions)
+    tolerated, extra, original = list(flow.tolerated), list(flow.mounted_extra), flow.world
+    flow.world = original.fork()
+    flow.stages.append(Stage(first.pattern, record, model=first))
+    try:
+        _run_stage(workflows, flow, rng, None)
+    except WalkError:
+        flow.world.close()
+        flow.world = original
+        flow.stages.pop()
+        del flow.steps[mark:]
+        flow.checked, flow.mentions, flow.mounted_extra, flow.tolerated = checked, mentions, extra, tolerated
+        return False
+    flow.retired.append(original)
+    flow.references.append({"service": record.service, "value": str(record.anchor), "qualifier": None})
+    flow.given.append(record.anchor)
     return True
 
 

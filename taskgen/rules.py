@@ -34,3 +34,18 @@ def rule_branch(located: Located | None, rule: Rule, rng: random.Random, held: b
         return None
     currency = next((v for v in located.record.values() if isinstance(v, str) and is_currency(located, v)), "")
     return Branch(rule, threshold, value, held, unit=currency)
+
+
+def repeat_branch(located: Located, model: Branch) -> Branch | None:
+    """The rule of ``model`` (its threshold as stated) on a second record handled the same way:
+    whether it holds is the record's own business; None when the record has no value to compare
+    or sits exactly on the threshold (where "above" would be a quibble)."""
+    numbers = [v for _, v, _ in located.fields(model.rule.source.split(".", 1)[1]) if isinstance(v, int | float)]
+    if not numbers or float(numbers[0]) == model.threshold:
+        return None
+    value = float(numbers[0])
+    currency = next((v for v in located.record.values() if isinstance(v, str) and is_currency(located, v)), "")
+    if currency != model.unit:
+        return None  # one threshold cannot be stated in two currencies
+    held = value > model.threshold if model.rule.op == ">" else value < model.threshold
+    return Branch(model.rule, model.threshold, value, held, unit=currency)

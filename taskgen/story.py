@@ -18,7 +18,7 @@ from typing import Any
 from hub.rubric import RUBRIC_VERSION, Rubric
 from servers.roles import ROLE_KEY, SYSTEM
 from taskgen.compose import collateral_criterion, effect_criteria, report_key, system_fields
-from taskgen.flowmodel import Branch, Done, Flow, Located, Stage, spoken_amount
+from taskgen.flowmodel import Branch, Done, Flow, Stage, spoken_amount
 from taskgen.graph import field_types
 from taskgen.task import PlanStep, Task, Transfer, leaves
 from taskgen.walk import humanize, walker_for
@@ -35,6 +35,10 @@ REPORT = (
     "When you're done, tell me the {field} of the new {entity} (report it as `{key}`).",
     "Finish by telling me the {field} the new {entity} got, as `{key}`.",
     "Reply with `{key}`: the {field} of the {entity} you created.",
+)
+REPORT_EACH = (
+    "When you're done, tell me the {field} each new {entity} got: {keys}.",
+    "Finish by reporting the {field} of each new {entity}, as {keys}.",
 )
 ASSIGNED = frozenset({"reference_code", "money_amount", "count", "quantity", "percentage", "date"})
 """Types of values a service assigns or computes that someone would ask for (not people, not stamps)."""
@@ -54,6 +58,17 @@ CHAIN = (
     "After the {entity} is set up:",
 )
 STEPWISE = "Here's what needs to happen; later steps depend on earlier ones:"
+STEPWISE_EACH = "Here's what needs to happen for each of them; later steps depend on earlier ones:"
+REPEAT = (
+    "The same goes for {anchors}, so please do all of this for both.",
+    "{anchors} is in the same position, so handle both of them the same way.",
+    "And it's the same story for {anchors}: everything below applies to each of the two.",
+)
+REPEAT_MANY = (
+    "The same goes for {anchors}, so please do all of this for each of them.",
+    "{anchors} are in the same position, so handle all three the same way.",
+    "And it's the same story for {anchors}: everything below applies to each of the three.",
+)
 
 
 def compose_flow(flow: Flow, task_id: str, seed: int, rng: random.Random, distractors: list[str]) -> Task:
@@ -73,17 +88,16 @@ def compose_flow(flow: Flow, task_id: str, seed: int, rng: random.Random, distra
             done = next((d for d in flow.all_done if step.index in d.steps), None)
             states = done.reaction.to if done is not None else []
             criteria.extend(effect_criteria(step, step.changes, final, flow.mentions, ignored, checked, states))
-    report = _report(flow, system, rng)
+    reports = _report(flow, system, rng)
     expected_report: dict[str, Any] = {}
-    if report is not None:
-        key, value, words, entity = report
+    for key, value, words, entity, about in reports:
         expected_report[key] = value
         criteria.append(
             {
                 "kind": "report",
                 "field": key,
                 "value": value,
-                "description": f"The report gives the {words} of the {entity}",
+                "description": f"The report gives the {words} of the {entity}" + (f" for '{about}'" if about else ""),
             }
         )
     negatives: list[dict[str, Any]] = [collateral_criterion(initial, final, system, flow.tolerated)]
@@ -92,7 +106,7 @@ def compose_flow(flow: Flow, task_id: str, seed: int, rng: random.Random, distra
     for number, criterion in enumerate(negatives, 1):
         criterion["id"] = f"n{number}"
     rubric = Rubric.model_validate({"version": RUBRIC_VERSION, "criteria": criteria + negatives})
-    instruction = tell(flow, report, rng)
+    instruction = tell(flow, reports, rng)
     carried = {c.value for s in steps for c in s.carried.values()}
     transfers = [
         Transfer(type=c.type, from_step=c.step, to_step=s.index, from_service=c.service,
@@ -100,7 +114,7 @@ def compose_flow(flow: Flow, task_id: str, seed: int, rng: random.Random, distra
         for s in steps for arg, c in s.carried.items() if c.service != s.entry.service and c.step >= 0
     ]  # fmt: skip
     branches = [s.branch for s in flow.stages if s.branch is not None]
-    policies = [b.text for b in branches]
+    policies = list(dict.fromkeys(b.text for b in branches))
     return Task(
         id=task_id,
         seed=seed,
@@ -114,6 +128,7 @@ def compose_flow(flow: Flow, task_id: str, seed: int, rng: random.Random, distra
         transfers=transfers,
         meta={
             "pattern": flow.stages[0].pattern.id,
+            "records": 1 + sum(1 for s in flow.stages if s.model is not None),  # handled alike (a batch)
             "patterns": [s.pattern.id for s in flow.stages],
             "category": flow.stages[0].pattern.category,
             "walk": [s.entry.qualified for s in steps],
@@ -143,42 +158,78 @@ def _rule_meta(branch: Branch) -> dict[str, Any]:
     return {"id": branch.rule.id, "held": branch.held, "threshold": branch.threshold}
 
 
-Report = tuple[str, Any, str, str]
-"""A report asked for: key, expected value, the field in words, the entity in words."""
+Report = tuple[str, Any, str, str, str]
+"""A report asked for: key, expected value, the field in words, the entity in words, and the
+record of a batch it is about ("" when the task handles one)."""
 
 
-def _report(flow: Flow, system: dict[str, list[str]], rng: random.Random) -> Report | None:
+def _report(flow: Flow, system: dict[str, list[str]], rng: random.Random) -> list[Report]:
     """A value the agent can only learn by doing the work: a field of a record a write made that
-    the service itself decided (a number it assigned, a total it computed), with its key."""
+    the service itself decided (a number it assigned, a total it computed), with its key; for a
+    batch, that value for each record handled (one key each)."""
+    del system
     given = {repr(v) for s in flow.steps for v in leaves(s.resolved)} | {repr(v) for v in flow.given}
-    options: list[tuple[Located, str, Any]] = []
+    options: list[tuple[Done, str, Any]] = []
     for done in flow.all_done:
-        record = done.record
-        entry = flow.steps[record.step].entry if record is not None else None
-        if record is None or entry is None or entry.meta is None or entry.meta.op not in ("create", "send"):
-            continue  # a value of a record the task made, not of one it changed
-        seeded = walker_for(flow.world.hub, flow.world.seed or 0).seeded_sets(record.service)
-        props = record.schema.get("properties", {})
-        for name, value in record.record.items():
-            if name == "id":
-                continue  # an id is nothing a person asks for ("the id of the message you sent")
-            if isinstance(value, bool | list | dict) or (props.get(name) or {}).get(ROLE_KEY) == SYSTEM:
-                continue  # (a key the service numbers is kept by the system, yet exactly what one asks for)
-            kinds = field_types(props.get(name) or {})
-            if len(kinds) != 1 or not _assigned(next(iter(kinds))):
-                continue
-            if value in (None, "", 0, 1, 100) or repr(value) in given or (isinstance(value, str) and len(value) < 3):
-                continue
-            if seeded and value in seeded.get(next(iter(kinds)), ()):
-                continue
-            options.append((record, name, value))
+        options.extend((done, name, value) for name, value in _assigned_fields(flow, done, given))
     made: list[str] = [d.record.entity for d in flow.all_done if d.record is not None and _made(flow, d)]
+    told = [s for s in flow.stages if s.model is None]
+    repeats = [s for s in flow.stages if s.model is not None]
+    if repeats:
+        # the value for each record of the batch, each under its own key
+        batched: list[list[tuple[Done, str, Any]]] = []
+        for done, name, value in options:
+            if done not in told[0].done:
+                continue
+            row = [(done, name, value)]
+            for stage in repeats:
+                twin = next((d for d in stage.done if d.reaction.id == done.reaction.id), None)
+                found = [o for o in options if o[0] is twin and o[1] == name]
+                if found:
+                    row.append(found[0])
+            if len(row) == 1 + len(repeats) and len({repr(o[2]) for o in row}) == len(row):
+                batched.append(row)
+        if not batched or made.count(batched[0][0][0].record.entity) != len(flow.stages):  # type: ignore[union-attr]
+            return []
+        row = rng.choice(batched)
+        out: list[Report] = []
+        for number, ((done, name, value), stage) in enumerate(zip(row, [told[0], *repeats], strict=True), 1):
+            assert done.record is not None
+            key = f"{report_key(done.record.entity, name)}_{number}"
+            out.append((key, value, humanize(name), done.record.entity, str(stage.trigger.anchor)))
+        return out
     # "the key of the new task" must name one record: not asked when the task made two of its kind
-    options = [o for o in options if made.count(o[0].entity) == 1]
-    if not options:
-        return None
-    record, name, value = rng.choice(options)
-    return report_key(record.entity, name), value, humanize(name), record.entity
+    single = [o for o in options if o[0].record is not None and made.count(o[0].record.entity) == 1]
+    if not single:
+        return []
+    done, name, value = rng.choice(single)
+    assert done.record is not None
+    return [(report_key(done.record.entity, name), value, humanize(name), done.record.entity, "")]
+
+
+def _assigned_fields(flow: Flow, done: Done, given: set[str]) -> list[tuple[str, Any]]:
+    """The fields of the record ``done`` made whose values the service decided."""
+    record = done.record
+    entry = flow.steps[record.step].entry if record is not None else None
+    if record is None or entry is None or entry.meta is None or entry.meta.op not in ("create", "send"):
+        return []  # a value of a record the task made, not of one it changed
+    seeded = walker_for(flow.world.hub, flow.world.seed or 0).seeded_sets(record.service)
+    props = record.schema.get("properties", {})
+    out = []
+    for name, value in record.record.items():
+        if name == "id":
+            continue  # an id is nothing a person asks for ("the id of the message you sent")
+        if isinstance(value, bool | list | dict) or (props.get(name) or {}).get(ROLE_KEY) == SYSTEM:
+            continue  # (a key the service numbers is kept by the system, yet exactly what one asks for)
+        kinds = field_types(props.get(name) or {})
+        if len(kinds) != 1 or not _assigned(next(iter(kinds))):
+            continue
+        if value in (None, "", 0, 1, 100) or repr(value) in given or (isinstance(value, str) and len(value) < 3):
+            continue
+        if seeded and value in seeded.get(next(iter(kinds)), ()):
+            continue
+        out.append((name, value))
+    return out
 
 
 def _made(flow: Flow, done: Done) -> bool:
@@ -197,7 +248,20 @@ def _ask(done: Done, stage: Stage, flow: Flow, rng: random.Random) -> str:
         "threshold": "",
         "persona": "",
     }
-    text = rng.choice(done.reaction.ask).format(**slots)
+    phrasings = done.reaction.ask
+    repeats = [s for s in flow.stages if s.model is stage]
+    if repeats:
+        # one ask covers both records: say it without the first one's name where a phrasing can
+        phrasings = [a for a in phrasings if "{anchor}" not in a] or phrasings
+        others = ", ".join(f"'{s.trigger.anchor}'" for s in repeats)
+        first, slots["anchor"] = slots["anchor"], "\x00"
+        text = rng.choice(phrasings).format(**slots)
+        which = "the other one" if len(repeats) == 1 else "the others"
+        plain = ", ".join(str(s.trigger.anchor) for s in repeats)
+        text = text.replace("'\x00'", f"'{first}' ({others} for {which})")
+        text = text.replace("\x00", f"{first} ({plain} for {which})")
+    else:
+        text = rng.choice(phrasings).format(**slots)
     if "container" in done.slots and "{container}" not in " ".join(done.reaction.ask):
         text = text.rstrip(".") + f" (under {done.slots['container']})."
     return text
@@ -219,7 +283,7 @@ def _asks(stage: Stage, flow: Flow, rng: random.Random) -> list[str]:
     return asks
 
 
-def tell(flow: Flow, report: Report | None, rng: random.Random) -> str:
+def tell(flow: Flow, reports: list[Report], rng: random.Random) -> str:
     """The request, as the first pattern's persona would write it."""
     first = flow.stages[0]
     parts = [rng.choice(INTRO).format(persona=rng.choice(first.pattern.personas), today=flow.today)]
@@ -230,11 +294,17 @@ def tell(flow: Flow, report: Report | None, rng: random.Random) -> str:
         value = str(flow.trap["value"])
         value = humanize(value) if re.fullmatch(r"[a-z0-9]+(_[a-z0-9]+)+", value) else value  # an enum value, in words
         parts.append(rng.choice(TRAP).format(anchor=first.trigger.anchor, field=words, value=value))
+    repeats = [stage for stage in flow.stages if stage.model is not None]
+    if repeats:
+        anchors = [f"'{stage.trigger.anchor}'" for stage in repeats]
+        named = anchors[0] if len(anchors) == 1 else f"{', '.join(anchors[:-1])} and {anchors[-1]}"
+        parts.append(rng.choice(REPEAT if len(anchors) == 1 else REPEAT_MANY).format(anchors=named))
+    told = [stage for stage in flow.stages if stage.model is None]
     stepwise = rng.random() < 0.35
     if stepwise:
-        parts.append(STEPWISE)
+        parts.append(STEPWISE_EACH if repeats else STEPWISE)
     number = 1
-    for index, stage in enumerate(flow.stages):
+    for index, stage in enumerate(told):
         asks = _asks(stage, flow, rng)
         connector = rng.choice(CHAIN).format(entity=stage.trigger.entity) if index else ""
         if stepwise:
@@ -247,11 +317,13 @@ def tell(flow: Flow, report: Report | None, rng: random.Random) -> str:
         sentences = [(connector + " " if connector else rng.choice(OPENERS)) + _lower_first(asks[0])] if asks else []
         sentences += [f"{rng.choice(THEN)} {_lower_first(ask)}" for ask in asks[1:]]
         parts.append(" ".join(s[0].upper() + s[1:] for s in sentences))
-    for stage in flow.stages:
+    for stage in told:
         branch = stage.branch
         if branch is not None:
             amount = spoken_amount(branch.threshold) + (f" {branch.unit}" if branch.unit else "")
-            instead = next((d for d in stage.done if d.reaction is branch.rule.instead), None)
+            # the alternative as one of the records had it done (the rule is stated once for both)
+            alike = [stage, *(r for r in repeats if r.model is stage)]
+            instead = next((d for s in alike for d in s.done if d.reaction is branch.rule.instead), None)
             slots = {"when": "", "minutes": "", "container": "the right one", **(instead.slots if instead else {})}
             alternative = branch.rule.instead
             if alternative is not None and alternative.minutes:
@@ -260,13 +332,21 @@ def tell(flow: Flow, report: Report | None, rng: random.Random) -> str:
                 # the rule does not hold, so its alternative was not done: its date is still stated
                 slots["when"] = flow.spoken_when(alternative.when)
             branch.text = rng.choice(branch.rule.text).format(threshold=amount, **slots)
+            for repeat in alike[1:]:
+                if repeat.branch is not None:
+                    repeat.branch.text = branch.text
             parts.append(rng.choice(RULE).format(text=branch.text))
             # the rest of the request stands either way (an honest agent skipped everything when the
             # rule blocked a first step of a list whose "later steps depend on earlier ones")
             parts.append(rng.choice(REST))
-    if report is not None:
-        key, _, field, entity = report
+    if len(reports) == 1:
+        key, _, field, entity, _ = reports[0]
         parts.append(rng.choice(REPORT).format(field=field, entity=entity, key=key))
+    elif reports:
+        _, _, field, entity, _ = reports[0]
+        keys = [f"`{key}` for '{about}'" for key, _, _, _, about in reports]
+        listed = f"{', '.join(keys[:-1])} and {keys[-1]}"
+        parts.append(rng.choice(REPORT_EACH).format(field=field, entity=entity, keys=listed))
     parts[0] = parts[0][:1].upper() + parts[0][1:]  # a persona "the on-call manager" opens the request
     return "\n".join(parts) if stepwise else " ".join(parts)
 

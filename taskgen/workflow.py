@@ -154,7 +154,7 @@ class Workflows:
         for key in [k for k in flow.mentions if k[0] >= mark]:
             del flow.mentions[key]
 
-    def _located(self, step: StepInfo, want: str | None = None) -> list[Located]:
+    def located(self, step: StepInfo, want: str | None = None) -> list[Located]:
         collections = collection_entities(self.hub, step.entry.service)
         out = []
         for path, record, schema, entity in records_of(step.entry, step.envelope.get("data"), collections):
@@ -178,13 +178,13 @@ class Workflows:
                 needs = self.trigger_needs(flow.pattern)
                 eligible = [
                     r
-                    for r in self._located(step)
+                    for r in self.located(step)
                     if r.anchor
-                    and self._in_state(r.record, spec.state)
+                    and self.in_state(r.record, spec.state)
                     and all(r.fields(role, kind or None) for role, kind in needs)
                 ]
                 found = [r for r in eligible if r.anchor and self.unique(service, r.anchor)]
-                listed = self._located(step)
+                listed = self.located(step)
                 trapped = [
                     (r, q) for r in eligible if r not in found for q in [self.qualifier(service, r, listed)] if q
                 ]
@@ -265,7 +265,7 @@ class Workflows:
         return self.walker.anchor_counts(service)[anchor] == 1
 
     @staticmethod
-    def _in_state(record: dict[str, Any], states: list[str]) -> bool:
+    def in_state(record: dict[str, Any], states: list[str]) -> bool:
         return not states or any(isinstance(v, str) and v in states for v in record.values())
 
     @staticmethod
@@ -284,7 +284,11 @@ class Workflows:
         """Carry out ``reaction`` in some service (None when no service can)."""
         candidates = [e for op in reaction.op for ent in reaction.entity for e in self.writes.get((op, ent), [])]
         follows = next((d for d in flow.done if d.reaction.id == reaction.follows), None)
-        if reaction.follows:
+        twin = self.twin(flow, reaction)
+        if twin is not None:
+            # the second record is handled exactly like the first: the one ask covers both
+            candidates = [e for e in candidates if e.qualified == twin.tool]
+        elif reaction.follows:
             if follows is None:
                 return None
             candidates = [e for e in candidates if e.service == follows.service]
@@ -303,6 +307,14 @@ class Workflows:
             if done is not None:
                 return done
         return None
+
+    @staticmethod
+    def twin(flow: Flow, reaction: Reaction) -> Done | None:
+        """How the stage the current one repeats did ``reaction`` (None outside a repeat)."""
+        model = flow.stage.model
+        if model is None:
+            return None
+        return next((d for d in [*model.done, model.skipped] if d is not None and d.reaction.id == reaction.id), None)
 
     def _feasible(self, flow: Flow, reaction: Reaction, entry: ToolEntry) -> bool:
         """Whether ``entry`` could take every link and find every record it needs, judged from its
@@ -368,11 +380,11 @@ class Workflows:
             schema = record_schema(entry)
             located = [Located(step.index, "data", data, schema, "", entry.service, anchor_of(data, schema))]
         else:
-            located = self._located(step)
+            located = self.located(step)
         record = located[0] if len(located) == 1 else None
         if record is not None:
             record.entity = humanize(entry.meta.entity or "") if entry.meta else record.entity
-        return Done(reaction, list(range(mark, step.index + 1)), record, entry.service, slots)
+        return Done(reaction, list(range(mark, step.index + 1)), record, entry.service, slots, entry.qualified)
 
     @staticmethod
     def _has_optional_text(entry: ToolEntry) -> bool:
@@ -490,7 +502,7 @@ class Workflows:
             step = self._call(flow, listing, args, {}, {})
             if step is None:
                 continue
-            hits = [r for r in self._located(step) if r.record.get(field) == value]
+            hits = [r for r in self.located(step) if r.record.get(field) == value]
             del flow.steps[step.index :]
             wanted_fields = hits[0].fields(wanted, kind) if len(hits) == 1 else []
             if wanted_fields:
@@ -651,7 +663,7 @@ class Workflows:
                 step = self._call(flow, listing, {**args, **self._page_args(listing)}, {}, {})
                 if step is None:
                     continue
-                hits = [r for r in self._located(step) if any(r.record.get(f) == value for f in fields)]
+                hits = [r for r in self.located(step) if any(r.record.get(f) == value for f in fields)]
                 if len(hits) == 1:
                     hit = hits[0]
                     linked.add(target)
@@ -673,13 +685,21 @@ class Workflows:
         """A seeded record the instruction names by its title (``{container}``), or the only one;
         one whose title has a word of the reaction's ``prefer`` when there is one."""
         for listing in self.listings.get((service, entity), []):
-            step = self._call(flow, listing, self._page_args(listing), {}, {})
+            args = self._page_args(listing)
+            # the container's listing read for the first record serves the second one too: a
+            # person looks the project up once
+            earlier = None if flow.stage.model is None else self._earlier(flow, listing, args)
+            step = earlier or self._call(flow, listing, args, {}, {})
             if step is None:
                 continue
             records = [
-                r for r in self._located(step) if not INACTIVE & {v for v in r.record.values() if isinstance(v, str)}
+                r for r in self.located(step) if not INACTIVE & {v for v in r.record.values() if isinstance(v, str)}
             ]
             named = [r for r in records if r.anchor and self.unique(service, r.anchor)]
+            twin = self.twin(flow, reaction)
+            pinned = twin.slots.get("named") if twin is not None else None
+            if pinned is not None:
+                named = [r for r in named if r.anchor == pinned]  # filed under the same container
             fitting = [r for r in named if any(w.casefold() in str(r.anchor).casefold() for w in reaction.prefer)]
             named = fitting or named
             if len(records) == 1 or named:
@@ -687,12 +707,21 @@ class Workflows:
                 if len(records) > 1:
                     slots["container"] = f"the {humanize(entity)} '{hit.anchor}'"
                     slots["named"] = str(hit.anchor)
+                if len(records) > 1 and pinned is None:
                     flow.references.append({"service": service, "value": str(hit.anchor), "qualifier": None})
                     flow.given.append(hit.anchor)
                 ref = f"steps.{step.index}.{hit.path}.id"
                 return Carried(kind, hit.record["id"], step.index, ref, service, "id", f"the {humanize(entity)}")
-            del flow.steps[step.index :]
+            if earlier is None:
+                del flow.steps[step.index :]
         return None
+
+    @staticmethod
+    def _earlier(flow: Flow, listing: ToolEntry, args: dict[str, Any]) -> StepInfo | None:
+        """The plan's earlier call of ``listing`` with ``args``, if any."""
+        return next(
+            (s for s in reversed(flow.steps) if s.entry.qualified == listing.qualified and s.arguments == args), None
+        )
 
     def _when(self, reaction: Reaction) -> dt.datetime | None:
         if reaction.when is None:

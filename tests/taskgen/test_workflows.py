@@ -258,3 +258,42 @@ def test_a_hop_carries_a_value_found_in_a_third_application(hub: Hub, workflows:
             assert lookup.entry.service in flow.services  # mounted, so the agent can make the same lookup
         finally:
             flow.close()
+
+
+def test_a_batch_handles_each_record_alike_and_scores_each(hub: Hub, workflows: Workflows) -> None:
+    """A request about two or three records in the same situation ("the same goes for 'B'") does
+    the same with the same tools for each, names each, and pays only when each is done."""
+    checked = 0
+    for flow in _flows(workflows, 12):
+        repeats = [s for s in flow.stages if s.model is not None]
+        if not repeats:
+            flow.close()
+            continue
+        first = flow.stages[0]
+        for stage in repeats:
+            assert stage.trigger.record["id"] != first.trigger.record["id"]
+            if (stage.branch is None) or (first.branch is not None and stage.branch.held == first.branch.held):
+                assert [d.tool for d in stage.done] == [d.tool for d in first.done]
+        task = _task(flow, hub, "batch")
+        for stage in flow.stages:
+            assert f"'{stage.trigger.anchor}'" in task.instruction
+        assert {str(s.trigger.anchor) for s in flow.stages} <= {r["value"] for r in task.meta["references"]}
+        assert task.meta["records"] == len(flow.stages)
+        assert _score(hub, task, task) == (1.0, 1.0)
+        # the first record done alone (the later records' writes left out) does not earn the reward
+        later = {i for s in repeats for d in s.done for i in d.steps if i not in _steps_of(first)}
+        writes = [i for i in later if hub.registry.tools[task.plan[i].tool].kind == "write"]
+        assert writes
+        alone = run_plan(hub, task.plan, task.seed, task.mounted, skip=writes, record=False)
+        try:
+            assert alone.world.score(task.rubric, report=task.expected_report).score < 1.0
+        finally:
+            alone.world.close()
+        checked += 1
+        if checked == 3:
+            return
+    pytest.fail(f"only {checked} batches among the flows")
+
+
+def _steps_of(stage: Any) -> set[int]:
+    return {i for d in stage.done for i in d.steps}
