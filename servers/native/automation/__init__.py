@@ -57,14 +57,14 @@ from .models import (
     Webhook,
     WebhookId,
     WebhookStatus,
-    _clash,
-    _clauses,
-    _deliver,
-    _evaluate,
-    _events,
-    _member,
-    _payload_data,
-    _url,
+    checked_events,
+    clash,
+    deliver,
+    evaluate,
+    find_member,
+    https_url,
+    parse_condition,
+    payload_data,
 )
 from .models import ApiSecret as ApiSecret
 from .models import HttpStatus as HttpStatus
@@ -144,8 +144,8 @@ def create_webhook(state: AutomationState, name: Title, target_url: Url, events:
         target_url: https endpoint that receives the events.
         events: Event names from the catalog, e.g. deal.won, ticket.created, invoice.paid.
     """
-    subscribed = _events(events)
-    _clash(state, _url(target_url), subscribed)
+    subscribed = checked_events(events)
+    clash(state, https_url(target_url), subscribed)
     hook = Webhook(
         id=state.new_id("wh"),
         name=name,
@@ -178,10 +178,10 @@ def update_webhook(
     hook = require(state.webhooks, webhook_id, "webhook")
     if name is None and target_url is None and events is None:
         raise BadRequest("argument 'name': give at least one of name, target_url or events")
-    url = _url(target_url) if target_url is not None else hook.target_url
-    subscribed = _events(events) if events is not None else hook.events
+    url = https_url(target_url) if target_url is not None else hook.target_url
+    subscribed = checked_events(events) if events is not None else hook.events
     if hook.status == "enabled":
-        _clash(state, url, subscribed, skip=hook.id)
+        clash(state, url, subscribed, skip=hook.id)
     hook.name, hook.target_url, hook.events = name or hook.name, url, subscribed
     state.tick()
     return hook
@@ -199,7 +199,7 @@ def set_webhook_status(state: AutomationState, webhook_id: WebhookId, status: We
     if hook.status == status:
         raise Conflict(f"webhook {webhook_id!r} is already {status!r}")
     if status == "enabled":
-        _clash(state, hook.target_url, hook.events, skip=hook.id)
+        clash(state, hook.target_url, hook.events, skip=hook.id)
     hook.status = status
     hook.consecutive_failures = 0 if status == "enabled" else hook.consecutive_failures
     hook.disabled_reason = "" if status == "enabled" else f"Disabled by {state.owner}"
@@ -248,7 +248,7 @@ def test_webhook(
     if event not in hook.events:
         raise BadRequest(f"argument 'event': webhook {webhook_id!r} is not subscribed to {event!r}")
     body = payload if payload is not None else json.dumps({"event": event, "test": True, "data": {}})
-    _payload_data(body)
+    payload_data(body)
     now = state.clock
     delivery = Delivery(
         id=state.new_id("dlv"),
@@ -263,7 +263,7 @@ def test_webhook(
         last_attempt_at=now,
     )
     state.deliveries[delivery.id] = delivery
-    return _deliver(state, hook, delivery)
+    return deliver(state, hook, delivery)
 
 
 @service.read(op="list", entity="delivery", collection="deliveries", reads=("webhook_id", "status", "event"))
@@ -312,7 +312,7 @@ def retry_delivery(state: AutomationState, delivery_id: DeliveryId) -> Delivery:
         raise Conflict(f"webhook {delivery.webhook_id!r} {state_text}; delivery {delivery_id!r} cannot be retried")
     if delivery.attempts >= MAX_ATTEMPTS:
         raise Conflict(f"delivery {delivery_id!r} has used all {MAX_ATTEMPTS} attempts")
-    return _deliver(state, hook, delivery)
+    return deliver(state, hook, delivery)
 
 
 @service.read(
@@ -390,8 +390,8 @@ def create_rule(
     """
     if trigger_event not in EVENTS:
         raise BadRequest(f"argument 'trigger_event': unknown event {trigger_event!r}; one of {', '.join(EVENTS)}")
-    _clauses(condition)
-    member = _member(state, owner, "owner")
+    parse_condition(condition)
+    member = find_member(state, owner, "owner")
     for other in state.rules.values():
         if other.status != "archived" and other.name.lower() == name.lower():
             raise Conflict(f"rule {other.id!r} is already called {name!r}")
@@ -444,12 +444,12 @@ def run_rule(state: AutomationState, rule_id: RuleId, payload: PayloadText) -> R
         payload: JSON object of the event, e.g. {"event": "deal.won", "data": {"amount": 12000}}.
     """
     rule = require(state.rules, rule_id, "rule")
-    data = _payload_data(payload)
+    data = payload_data(payload)
     if data.get("event") not in (None, rule.trigger_event):
         raise BadRequest(f"argument 'payload': event {data['event']!r} does not trigger rule {rule_id!r}")
     if rule.status != "active":
         raise Conflict(f"rule {rule_id!r} is {rule.status!r}; only active rules run")
-    outcome, detail = _evaluate(rule, data)
+    outcome, detail = evaluate(rule, data)
     now = state.tick()
     run = Run(
         id=state.new_id("run"),
@@ -525,7 +525,7 @@ def create_api_key(state: AutomationState, name: Title, owner: EmailAddress, sco
         owner: Email of the member the key belongs to.
         scopes: Permissions; 'admin' only for workspace admins.
     """
-    member = _member(state, owner, "owner")
+    member = find_member(state, owner, "owner")
     if not scopes:
         raise BadRequest("argument 'scopes': give at least one scope")
     if "admin" in scopes and member not in state.admins:
@@ -561,7 +561,7 @@ def revoke_api_key(state: AutomationState, key_id: ApiKeyId, revoked_by: EmailAd
         revoked_by: Email of the member revoking it.
     """
     key = require(state.api_keys, key_id, "api key")
-    member = _member(state, revoked_by, "revoked_by")
+    member = find_member(state, revoked_by, "revoked_by")
     if member != key.owner and member not in state.admins:
         raise Forbidden(f"{member!r} may not revoke {key_id!r}; only its owner {key.owner!r} or an admin may")
     if key.status == "revoked":

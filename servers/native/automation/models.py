@@ -174,40 +174,40 @@ class AutomationState(ServiceState):
     api_keys: dict[str, ApiKey] = {}
 
 
-def _host(url: str) -> str:
+def host_of(url: str) -> str:
     return url.split("://", 1)[-1].split("/", 1)[0].split(":", 1)[0].lower()
 
 
-def _member(state: AutomationState, email: str, argument: str) -> str:
+def find_member(state: AutomationState, email: str, argument: str) -> str:
     found = next((m for m in state.members if m.lower() == email.lower()), None)
     if found is None:
         raise NotFound(f"member {email!r} not found in the workspace (argument {argument!r})")
     return found
 
 
-def _events(events: list[str]) -> list[str]:
+def checked_events(events: list[str]) -> list[str]:
     unknown = [e for e in events if e not in EVENTS]
     if not events or unknown:
         raise BadRequest(f"argument 'events': unknown {unknown!r}; give events from {', '.join(EVENTS)}")
     return list(dict.fromkeys(events))
 
 
-def _url(url: str) -> str:
+def https_url(url: str) -> str:
     if not url.lower().startswith("https://"):
         raise BadRequest(f"argument 'target_url': {url!r} must use https")
     return url
 
 
-def _clash(state: AutomationState, url: str, events: list[str], skip: str = "") -> None:
+def clash(state: AutomationState, url: str, events: list[str], skip: str = "") -> None:
     for hook in state.webhooks.values():
         shared = [e for e in events if e in hook.events]
         if hook.id != skip and hook.status == "enabled" and hook.target_url.lower() == url.lower() and shared:
             raise Conflict(f"enabled webhook {hook.id!r} already sends {shared[0]!r} to {url!r}")
 
 
-def _deliver(state: AutomationState, hook: Webhook, delivery: Delivery) -> Delivery:
+def deliver(state: AutomationState, hook: Webhook, delivery: Delivery) -> Delivery:
     """One delivery attempt to the webhook's current URL; failures count towards auto-disabling."""
-    code = state.down_hosts.get(_host(hook.target_url), 200)
+    code = state.down_hosts.get(host_of(hook.target_url), 200)
     now = state.tick()
     delivery.target_url, delivery.attempts, delivery.last_attempt_at = hook.target_url, delivery.attempts + 1, now
     delivery.status = "succeeded" if code == 200 else "failed"
@@ -221,7 +221,7 @@ def _deliver(state: AutomationState, hook: Webhook, delivery: Delivery) -> Deliv
     return delivery
 
 
-def _clauses(condition: str) -> list[tuple[str, str, str]]:
+def parse_condition(condition: str) -> list[tuple[str, str, str]]:
     """Parse a condition; raises a 400 naming 'condition' when it cannot be read."""
     if condition.strip().lower() == "always":
         return []
@@ -243,9 +243,9 @@ def _number(value: Any) -> float | None:
         return None
 
 
-def _evaluate(rule: Rule, data: dict[str, Any]) -> tuple[str, str]:
+def evaluate(rule: Rule, data: dict[str, Any]) -> tuple[str, str]:
     """(run status, detail) of running ``rule`` on an event's data."""
-    for field, op, expected in _clauses(rule.condition):
+    for field, op, expected in parse_condition(rule.condition):
         value: Any = data
         for key in field.split("."):
             value = value.get(key) if isinstance(value, dict) else None
@@ -266,7 +266,7 @@ def _evaluate(rule: Rule, data: dict[str, Any]) -> tuple[str, str]:
     return "succeeded", f"called {rule.action_service}.{rule.action_tool}: {rule.action_details}"[:400]
 
 
-def _payload_data(payload: str) -> dict[str, Any]:
+def payload_data(payload: str) -> dict[str, Any]:
     try:
         parsed = json.loads(payload)
     except (ValueError, RecursionError):

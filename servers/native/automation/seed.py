@@ -18,9 +18,9 @@ from .models import (
     Rule,
     Run,
     Webhook,
-    _evaluate,
-    _host,
-    _payload_data,
+    evaluate,
+    host_of,
+    payload_data,
 )
 
 
@@ -150,11 +150,11 @@ def seed(rng: random.Random, world: Population) -> AutomationState:
             created_at=created,
         )  # fmt: skip
         state.webhooks[hook.id] = hook
-        failing = _host(hook.target_url) in state.down_hosts
+        failing = host_of(hook.target_url) in state.down_hosts
         count = rng.randint(1, 3) if disabled or failing else rng.randint(1, 5)
         for when in sorted(ago(rng.uniform(95, 115) if disabled else rng.uniform(0.1, 14)) for _ in range(count)):
             event = rng.choice(events)
-            code = state.down_hosts.get(_host(hook.target_url), 200) if failing or rng.random() > 0.08 else 500
+            code = state.down_hosts.get(host_of(hook.target_url), 200) if failing or rng.random() > 0.08 else 500
             delivery = Delivery(
                 id=state.new_id("dlv"), webhook_id=hook.id, event=event, target_url=hook.target_url,
                 payload=_sample(rng, world, event), status="succeeded" if code == 200 else "failed",
@@ -182,7 +182,7 @@ def seed(rng: random.Random, world: Population) -> AutomationState:
         state.rules[rule.id] = rule
         for _ in range(rng.randint(0, 5) if status == "active" else rng.randint(0, 2)):
             payload = _sample(rng, world, trigger)
-            outcome, detail = _evaluate(rule, _payload_data(payload))
+            outcome, detail = evaluate(rule, payload_data(payload))
             if outcome == "succeeded" and rng.random() < 0.15:
                 outcome, detail = "failed", f"{service_name}.{tool} answered 404: target record not found"
             started = ago(rng.uniform(40, 90) if status == "archived" else rng.uniform(0.1, 30))

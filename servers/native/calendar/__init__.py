@@ -41,10 +41,10 @@ from .models import (
     RoomId,
     SeriesId,
     TimeSlot,
-    _busy,
-    _involves,
-    _overlaps,
-    _room_clash,
+    involves,
+    is_busy,
+    overlaps,
+    room_clash,
 )
 from .seed import seed
 
@@ -106,7 +106,7 @@ def _check_room(
         raise Conflict(f"room {room_id!r} ({room.name}) is out of service")
     if people > room.capacity:
         raise BadRequest(f"argument 'room_id': room {room_id!r} ({room.name}) seats {room.capacity}, not {people}")
-    clash = _room_clash(state, room_id, start, end, skip)
+    clash = room_clash(state, room_id, start, end, skip)
     if clash is not None:
         raise Conflict(f"room {room_id!r} ({room.name}) is already booked by event {clash.id!r} at that time")
     return room
@@ -150,7 +150,7 @@ def list_events(
     rows = [
         e
         for e in state.events.values()
-        if (attendee is None or _involves(e, attendee))
+        if (attendee is None or involves(e, attendee))
         and (organizer is None or e.organizer.lower() == organizer.lower())
         and (room_id is None or e.room_id == room_id)
         and (series_id is None or e.series_id == series_id)
@@ -226,7 +226,7 @@ def find_free_rooms(
         if r.in_service
         and r.capacity >= min_capacity
         and (feature is None or feature in r.features)
-        and _room_clash(state, r.id, start, end) is None
+        and room_clash(state, r.id, start, end) is None
     ]
     return sorted(rows, key=lambda r: (r.capacity, r.id))
 
@@ -252,7 +252,7 @@ def free_busy(state: CalendarState, emails: list[EmailAddress], start: DateTime,
         BusyBlock(email=email, start=e.start, end=e.end)
         for email in dict.fromkeys(emails)
         for e in sorted(state.events.values(), key=lambda e: (e.start, e.id))
-        if _busy(e, email) and _overlaps(start, end, e.start, e.end)
+        if is_busy(e, email) and overlaps(start, end, e.start, e.end)
     ]
     return blocks
 
@@ -285,7 +285,7 @@ def find_meeting_times(
     if not 15 <= duration_minutes <= 480:
         raise BadRequest(f"argument 'duration_minutes': {duration_minutes} is not between 15 and 480")
     begin, finish = _span(window_start, window_end, ("window_start", "window_end"), dt.timedelta(days=31))
-    busy = [(e.start, e.end) for e in state.events.values() if any(_busy(e, a) for a in attendees)]
+    busy = [(e.start, e.end) for e in state.events.values() if any(is_busy(e, a) for a in attendees)]
     length = dt.timedelta(minutes=duration_minutes)
     cursor = max(begin, state.clock).replace(second=0, microsecond=0)
     cursor += dt.timedelta(minutes=(-cursor.minute) % 30)
@@ -293,7 +293,7 @@ def find_meeting_times(
     while cursor + length <= finish and len(slots) < limit:
         end = cursor + length
         in_hours = cursor.weekday() < 5 and cursor.hour >= WORK_START and end <= cursor.replace(hour=WORK_END, minute=0)
-        if in_hours and not any(_overlaps(cursor, end, s, e) for s, e in busy):
+        if in_hours and not any(overlaps(cursor, end, s, e) for s, e in busy):
             slots.append(TimeSlot(start=cursor, end=end))
         cursor += dt.timedelta(minutes=30)
     return slots

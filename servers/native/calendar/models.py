@@ -89,11 +89,11 @@ class CalendarState(ServiceState):
     rooms: dict[str, Room] = Field(default_factory=dict)
 
 
-def _overlaps(a_start: dt.datetime, a_end: dt.datetime, b_start: dt.datetime, b_end: dt.datetime) -> bool:
+def overlaps(a_start: dt.datetime, a_end: dt.datetime, b_start: dt.datetime, b_end: dt.datetime) -> bool:
     return a_start < b_end and b_start < a_end
 
 
-def _room_clash(
+def room_clash(
     state: CalendarState, room_id: str, start: dt.datetime, end: dt.datetime, skip: str = ""
 ) -> Event | None:
     for event in state.events.values():
@@ -101,18 +101,18 @@ def _room_clash(
             event.room_id == room_id
             and event.id != skip
             and event.status != "cancelled"
-            and _overlaps(start, end, event.start, event.end)
+            and overlaps(start, end, event.start, event.end)
         ):
             return event
     return None
 
 
-def _involves(event: Event, email: str) -> bool:
+def involves(event: Event, email: str) -> bool:
     email = email.lower()
     return event.organizer.lower() == email or any(a.email.lower() == email for a in event.attendees)
 
 
-def _busy(event: Event, email: str) -> bool:
+def is_busy(event: Event, email: str) -> bool:
     """Whether ``email`` is blocked by ``event`` (organizer, or an attendee who has not declined)."""
     if event.status == "cancelled":
         return False

@@ -7,7 +7,7 @@ import random
 
 from servers.population import Population
 
-from .models import WORK_END, WORK_START, Attendee, CalendarState, Event, Room, _room_clash
+from .models import WORK_END, WORK_START, Attendee, CalendarState, Event, Room, room_clash
 
 
 def seed(rng: random.Random, world: Population) -> CalendarState:
@@ -41,7 +41,7 @@ def seed(rng: random.Random, world: Population) -> CalendarState:
         start = midnight + dt.timedelta(days=day, minutes=at)
         end = start + dt.timedelta(minutes=minutes)
         fits = [r for r in rooms if r.in_service and r.capacity > len(invitees)]
-        free = [r for r in fits if "location" not in kw and not _room_clash(state, r.id, start, end)]
+        free = [r for r in fits if "location" not in kw and not room_clash(state, r.id, start, end)]
         room = rng.choice(free) if free else None
         past = end <= world.now
         attendees = [

@@ -46,9 +46,9 @@ from .models import (
     Kind,
     Person,
     PersonId,
-    _duplicate_reason,
-    _same,
-    _similarity,
+    duplicate_reason,
+    name_similarity,
+    same_text,
 )
 from .seed import seed
 
@@ -72,7 +72,7 @@ def _active(state: DirectoryState, person_id: str) -> Person:
 
 def _by_email(state: DirectoryState, email: str, skip: str = "") -> Person | None:
     return next(
-        (p for p in state.people.values() if p.status == "active" and p.id != skip and _same(p.email, email)), None
+        (p for p in state.people.values() if p.status == "active" and p.id != skip and same_text(p.email, email)), None
     )
 
 
@@ -129,9 +129,9 @@ def search_people(
         for p in state.people.values()
         if (query is None or any(contains(v, query) for v in (p.name, p.email, p.phone, p.title)))
         and (kind is None or p.kind == kind)
-        and (department is None or _same(p.department, department))
-        and (company is None or _same(p.company, company))
-        and (manager_email is None or _same(p.manager_email, manager_email))
+        and (department is None or same_text(p.department, department))
+        and (company is None or same_text(p.company, company))
+        and (manager_email is None or same_text(p.manager_email, manager_email))
         and (p.starred or not starred_only)
         and (include_archived or p.status == "active")
     ]
@@ -163,7 +163,7 @@ def lookup_person(
     rows = [
         p
         for p in state.people.values()
-        if p.status == "active" and (email is None or _same(p.email, email)) and (phone is None or p.phone == phone)
+        if p.status == "active" and (email is None or same_text(p.email, email)) and (phone is None or p.phone == phone)
     ]
     return sorted(rows, key=lambda p: (p.kind != "employee", p.id))
 
@@ -178,7 +178,7 @@ def list_direct_reports(state: DirectoryState, manager_email: EmailAddress) -> l
     manager = _by_email(state, manager_email)
     if manager is None or manager.kind != "employee":
         raise NotFound(f"employee with email {manager_email!r} not found")
-    rows = [p for p in state.people.values() if p.status == "active" and _same(p.manager_email, manager_email)]
+    rows = [p for p in state.people.values() if p.status == "active" and same_text(p.manager_email, manager_email)]
     return sorted(rows, key=lambda p: (p.name, p.id))
 
 
@@ -304,7 +304,7 @@ def archive_contact(state: DirectoryState, person_id: PersonId) -> Person:
         raise Forbidden(f"person {person_id!r} is an employee; employees leave the directory through HR")
     person = _active(state, person_id)
     for group in state.groups.values():
-        group.members = [m for m in group.members if not _same(m, person.email)]
+        group.members = [m for m in group.members if not same_text(m, person.email)]
     person.status = "archived"
     person.updated_at = state.tick()
     return person
@@ -346,11 +346,14 @@ def find_duplicates(state: DirectoryState, person_id: PersonId | None = None) ->
         for second in people[index + 1 :]:
             if person_id not in (None, first.id, second.id) or second.kind == "employee":
                 continue
-            reason = _duplicate_reason(first, second)
+            reason = duplicate_reason(first, second)
             if reason:
                 pairs.append(
                     DuplicatePair(
-                        person_id=first.id, duplicate_id=second.id, reason=reason, similarity=_similarity(first, second)
+                        person_id=first.id,
+                        duplicate_id=second.id,
+                        reason=reason,
+                        similarity=name_similarity(first, second),
                     )
                 )
     return pairs
@@ -375,7 +378,7 @@ def merge_contacts(state: DirectoryState, primary_id: PersonId, duplicate_id: Pe
     primary, duplicate = _active(state, primary_id), _active(state, duplicate_id)
     if duplicate.kind == "employee":
         raise Forbidden(f"person {duplicate_id!r} is an employee; merge the contact into the employee instead")
-    if _duplicate_reason(primary, duplicate) is None:
+    if duplicate_reason(primary, duplicate) is None:
         raise Conflict(f"persons {primary_id!r} and {duplicate_id!r} share no email or phone and differ in name")
     for key in ("email", "phone", "title", "city"):
         if getattr(primary, key) is None:
@@ -383,7 +386,7 @@ def merge_contacts(state: DirectoryState, primary_id: PersonId, duplicate_id: Pe
     primary.notes = "\n".join(n for n in (primary.notes, duplicate.notes) if n)[:5000]
     primary.starred = primary.starred or duplicate.starred
     for group in state.groups.values():
-        swapped = [primary.email if _same(m, duplicate.email) and primary.email else m for m in group.members]
+        swapped = [primary.email if same_text(m, duplicate.email) and primary.email else m for m in group.members]
         group.members = list(dict.fromkeys(swapped))
     now = state.tick()
     duplicate.status, duplicate.merged_into, duplicate.updated_at = "merged", primary_id, now
@@ -427,7 +430,7 @@ def list_groups(
         g
         for g in state.groups.values()
         if (query is None or any(contains(v, query) for v in (g.name, g.email, g.description)))
-        and (member_email is None or any(_same(m, member_email) for m in g.members))
+        and (member_email is None or any(same_text(m, member_email) for m in g.members))
         and (kind is None or g.kind == kind)
     ]
     return paginate(sorted(rows, key=lambda g: (g.name.lower(), g.id)), offset, limit)
@@ -463,7 +466,7 @@ def create_group(
         description: What the group is for.
         members: Addresses of directory entries to add.
     """
-    taken = next((g for g in state.groups.values() if _same(g.email, email)), None) or _by_email(state, email)
+    taken = next((g for g in state.groups.values() if same_text(g.email, email)), None) or _by_email(state, email)
     if taken is not None:
         raise Conflict(f"address {email!r} is already used by {taken.id!r}")
     added = _members(state, members or [], kind == "security")
@@ -494,7 +497,7 @@ def add_group_members(state: DirectoryState, group_id: GroupId, emails: list[Ema
         raise BadRequest("argument 'emails': at least one address is required")
     added = _members(state, emails, group.kind == "security")
     for email in added:
-        if any(_same(m, email) for m in group.members):
+        if any(same_text(m, email) for m in group.members):
             raise Conflict(f"{email!r} is already a member of group {group_id!r}")
     group.members.extend(added)
     state.tick()
@@ -510,8 +513,8 @@ def remove_group_member(state: DirectoryState, group_id: GroupId, email: EmailAd
         email: Address of the member to remove.
     """
     group = _owned_group(state, group_id)
-    if not any(_same(m, email) for m in group.members):
+    if not any(same_text(m, email) for m in group.members):
         raise NotFound(f"member {email!r} not found in group {group_id!r}")
-    group.members = [m for m in group.members if not _same(m, email)]
+    group.members = [m for m in group.members if not same_text(m, email)]
     state.tick()
     return group

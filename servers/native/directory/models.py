@@ -97,19 +97,19 @@ class DirectoryState(ServiceState):
     groups: dict[str, Group] = Field(default_factory=dict)
 
 
-def _similarity(a: Person, b: Person) -> float:
+def name_similarity(a: Person, b: Person) -> float:
     return round(100 * difflib.SequenceMatcher(None, a.name.lower(), b.name.lower()).ratio(), 1)
 
 
-def _same(a: str | None, b: str | None) -> bool:
+def same_text(a: str | None, b: str | None) -> bool:
     return a is not None and b is not None and a.lower() == b.lower()
 
 
-def _duplicate_reason(a: Person, b: Person) -> str | None:
-    if _same(a.email, b.email):
+def duplicate_reason(a: Person, b: Person) -> str | None:
+    if same_text(a.email, b.email):
         return "same_email"
-    if _same(a.phone, b.phone):
+    if same_text(a.phone, b.phone):
         return "same_phone"
-    if _same(a.company, b.company) and _similarity(a, b) >= 100 * SIMILAR:
+    if same_text(a.company, b.company) and name_similarity(a, b) >= 100 * SIMILAR:
         return "similar_name"
     return None

@@ -44,8 +44,8 @@ from .models import (
     Report,
     ReportId,
     ReportStatus,
-    _money,
-    _retotal,
+    retotal,
+    round_money,
 )
 from .seed import MERCHANTS, seed
 
@@ -193,7 +193,7 @@ def delete_report(state: ExpensesState, report_id: ReportId) -> Report:
 
 
 def _check_expense(report: Report, amount: float, date: dt.date | None, today: dt.date, extra: float) -> None:
-    if _money(amount) <= 0:
+    if round_money(amount) <= 0:
         raise BadRequest("argument 'amount': must be at least 0.01")
     if report.total + extra > MAX_REPORT_TOTAL:
         raise BadRequest("argument 'amount': the report total would exceed 1,000,000,000")
@@ -230,13 +230,13 @@ def add_expense(
     report = _editable(state, report_id)
     if currency is not None and currency != report.currency:
         raise BadRequest(f"argument 'currency': report {report_id!r} is in {report.currency}, not {currency}")
-    _check_expense(report, amount, date, state.clock.date(), _money(amount))
+    _check_expense(report, amount, date, state.clock.date(), round_money(amount))
     expense = Expense(
         id=state.new_id("exp"),
         report_id=report_id,
         owner=report.owner,
         merchant=merchant,
-        amount=_money(amount),
+        amount=round_money(amount),
         currency=report.currency,
         category=category,
         date=date,
@@ -245,7 +245,7 @@ def add_expense(
         description=description,
     )
     report.expenses.append(expense)
-    _retotal(report)
+    retotal(report)
     state.tick()
     return expense
 
@@ -291,17 +291,17 @@ def update_expense(
     """
     report, expense = _editable_expense(state, expense_id)
     new_amount = expense.amount if amount is None else amount
-    _check_expense(report, new_amount, date, state.clock.date(), _money(new_amount) - expense.amount)
+    _check_expense(report, new_amount, date, state.clock.date(), round_money(new_amount) - expense.amount)
     changes = {
         "merchant": merchant,
-        "amount": _money(new_amount),
+        "amount": round_money(new_amount),
         "category": category,
         "date": date,
         "description": description,
     }
     updated = expense.model_copy(update={k: v for k, v in changes.items() if v is not None})
     report.expenses = [updated if e.id == expense_id else e for e in report.expenses]
-    _retotal(report)
+    retotal(report)
     state.tick()
     return updated
 
@@ -315,7 +315,7 @@ def remove_expense(state: ExpensesState, expense_id: ExpenseId) -> Report:
     """
     report, _ = _editable_expense(state, expense_id)
     report.expenses = [e for e in report.expenses if e.id != expense_id]
-    _retotal(report)
+    retotal(report)
     state.tick()
     return report
 

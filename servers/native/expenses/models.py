@@ -139,10 +139,10 @@ class ExpensesState(ServiceState):
     next_reimbursement: int = 20001
 
 
-def _money(value: float) -> float:
+def round_money(value: float) -> float:
     return round(value, 2) + 0.0  # + 0.0 turns -0.0 into 0.0
 
 
-def _retotal(report: Report) -> None:
-    report.total = _money(sum(e.amount for e in report.expenses))
+def retotal(report: Report) -> None:
+    report.total = round_money(sum(e.amount for e in report.expenses))
     report.needs_finance_approval = report.total > FINANCE_APPROVAL_OVER

@@ -7,7 +7,7 @@ import random
 
 from servers.population import Population
 
-from .models import RECEIPT_REQUIRED_OVER, Employee, Expense, ExpensesState, Report, _money, _retotal
+from .models import RECEIPT_REQUIRED_OVER, Employee, Expense, ExpensesState, Report, retotal, round_money
 
 MERCHANTS = {
     "airfare": (("Delta Air Lines", "United Airlines", "Lufthansa", "British Airways"), 180, 1400),
@@ -73,7 +73,7 @@ def seed(rng: random.Random, world: Population) -> ExpensesState:
         )
         for category in TRIPS[template]:
             merchants, low, high = MERCHANTS[category]
-            amount = _money(rng.uniform(low, high) * (3 if status == "pending_finance" else 1))
+            amount = round_money(rng.uniform(low, high) * (3 if status == "pending_finance" else 1))
             missing = status == "draft" and amount > RECEIPT_REQUIRED_OVER and rng.random() < 0.5
             expense = Expense(
                 id=state.new_id("exp"),
@@ -91,7 +91,7 @@ def seed(rng: random.Random, world: Population) -> ExpensesState:
         if index == 3:  # the same purchase entered twice
             twin = report.expenses[-1].model_copy(update={"id": state.new_id("exp")})
             report.expenses.append(twin)
-        _retotal(report)
+        retotal(report)
         state.reports[report.id] = report
         if status != "draft":
             report.submitted_at = created + dt.timedelta(hours=2)

@@ -61,18 +61,18 @@ from .models import (
     OnboardingTask,
     OnboardingTaskId,
     TaskStatus,
-    _active,
-    _balance,
-    _check_decider,
-    _checklist,
-    _deciders,
-    _find,
-    _in_window,
-    _new_request,
-    _open_balances,
-    _overlap,
-    _refresh,
-    _task,
+    active_employee,
+    check_decider,
+    deciders,
+    find_balance,
+    find_employee,
+    in_window,
+    new_request,
+    new_task,
+    onboarding_checklist,
+    open_balances,
+    overlap,
+    refresh,
     workdays,
 )
 from .models import WINDOW_DAYS as WINDOW_DAYS
@@ -138,7 +138,7 @@ def get_employee(state: HrState, email: EmailAddress) -> Employee:
     Args:
         email: Work email of the employee.
     """
-    return _find(state, email, "email")
+    return find_employee(state, email, "email")
 
 
 @service.read(op="list", entity="employee", collection="employees", reads=("manager_email", "status"))
@@ -155,7 +155,7 @@ def list_direct_reports(
         include_indirect: Also list the reports of reports, all the way down.
         include_terminated: Also list terminated employees.
     """
-    top = _find(state, manager_email, "manager_email")
+    top = find_employee(state, manager_email, "manager_email")
     found: list[Employee] = []
     frontier = [top.email]
     while frontier:
@@ -221,8 +221,8 @@ def hire_employee(
     if any(e.email.lower() == email.lower() for e in state.employees.values()):
         raise Conflict(f"argument 'email': {email!r} already belongs to an employee")
     dept = _department(department)
-    manager = _active(_find(state, manager_email, "manager_email"), "manager_email")
-    _in_window(state, start_date, "start_date")
+    manager = active_employee(find_employee(state, manager_email, "manager_email"), "manager_email")
+    in_window(state, start_date, "start_date")
     if salary <= 0:
         raise BadRequest("argument 'salary': must be positive")
     employee = Employee(
@@ -240,8 +240,8 @@ def hire_employee(
         status="active",
     )
     state.employees[employee.id] = employee
-    _open_balances(state, email, start_date)
-    _checklist(state, employee)
+    open_balances(state, email, start_date)
+    onboarding_checklist(state, employee)
     state.tick()
     return employee
 
@@ -268,13 +268,13 @@ def update_employee(
         department: New department.
         manager_email: Work email of the new manager (an active employee; no reporting cycles).
     """
-    employee = _active(_find(state, email, "email"), "email")
+    employee = active_employee(find_employee(state, email, "email"), "email")
     if title is None and department is None and manager_email is None:
         raise BadRequest("argument 'title': give at least one of title, department or manager_email")
     dept = _department(department) if department is not None else employee.department
     manager = employee.manager_email
     if manager_email is not None:
-        new = _active(_find(state, manager_email, "manager_email"), "manager_email")
+        new = active_employee(find_employee(state, manager_email, "manager_email"), "manager_email")
         if new.email == employee.email:
             raise BadRequest(f"argument 'manager_email': {email!r} cannot manage themselves")
         chain, seen = new, {new.email}
@@ -282,7 +282,7 @@ def update_employee(
             if chain.manager_email == employee.email:
                 raise Conflict(f"argument 'manager_email': {new.email!r} reports to {employee.email!r} (cycle)")
             seen.add(chain.manager_email)
-            chain = _find(state, chain.manager_email)
+            chain = find_employee(state, chain.manager_email)
         manager = new.email
     employee.title, employee.department, employee.manager_email = title or employee.title, dept, manager
     state.tick()
@@ -304,10 +304,10 @@ def terminate_employee(state: HrState, email: EmailAddress, termination_date: Da
         termination_date: Last working day.
         reason: Why the employment ends.
     """
-    employee = _active(_find(state, email, "email"), "email")
+    employee = active_employee(find_employee(state, email, "email"), "email")
     if not reason.strip():
         raise BadRequest("argument 'reason': a reason is required")
-    _in_window(state, termination_date, "termination_date")
+    in_window(state, termination_date, "termination_date")
     if termination_date < employee.start_date:
         raise BadRequest(f"argument 'termination_date': before the start date {employee.start_date.isoformat()}")
     reports = [
@@ -321,7 +321,7 @@ def terminate_employee(state: HrState, email: EmailAddress, termination_date: Da
         ends_later = request.status == "approved" and request.start_date > termination_date
         if request.employee_email == employee.email and (request.status == "pending" or ends_later):
             request.status = "cancelled"
-    _refresh(state, employee.email)
+    refresh(state, employee.email)
     state.tick()
     return employee
 
@@ -358,7 +358,7 @@ def list_leave_requests(
     by_email = {e.email: e for e in state.employees.values()}
 
     def decides(request: LeaveRequest) -> bool:
-        allowed = _deciders(state, by_email[request.employee_email])
+        allowed = deciders(state, by_email[request.employee_email])
         mine = approver_email is not None and request.employee_email.lower() == approver_email.lower()
         return approver_email is not None and not mine and approver_email.lower() in [a.lower() for a in allowed]
 
@@ -408,8 +408,8 @@ def request_leave(
         end_date: Last day of leave (inclusive).
         note: Reason or comment for the approver.
     """
-    employee = _active(_find(state, employee_email, "employee_email"), "employee_email")
-    _in_window(state, start_date, "start_date")
+    employee = active_employee(find_employee(state, employee_email, "employee_email"), "employee_email")
+    in_window(state, start_date, "start_date")
     if end_date < start_date:
         raise BadRequest("argument 'end_date': ends before start_date")
     if (end_date - start_date).days > 180:
@@ -419,19 +419,19 @@ def request_leave(
     days = workdays(start_date, end_date)
     if days == 0:
         raise BadRequest("argument 'end_date': the period has no working days")
-    other = _overlap(state, employee.email, start_date, end_date)
+    other = overlap(state, employee.email, start_date, end_date)
     if other is not None:
         raise Conflict(f"overlaps {other.status} leave request {other.id!r} ({other.start_date}–{other.end_date})")
     if leave_type == "parental" and days > PARENTAL_CAP:
         raise BadRequest(f"argument 'end_date': parental leave is capped at {PARENTAL_CAP} working days per request")
-    balance = _balance(state, employee.email, leave_type) if start_date.year == state.clock.year else None
+    balance = find_balance(state, employee.email, leave_type) if start_date.year == state.clock.year else None
     if leave_type != "parental" and balance is not None and days > balance.available:
         raise BadRequest(
             f"argument 'end_date': {days} days exceed the available {leave_type} balance of {balance.available:g}"
         )
     span = (start_date, end_date)
-    request = _new_request(state, employee.email, leave_type, span, "pending", note, state.tick())
-    _refresh(state, employee.email)
+    request = new_request(state, employee.email, leave_type, span, "pending", note, state.tick())
+    refresh(state, employee.email)
     return request
 
 
@@ -452,13 +452,13 @@ def approve_leave_request(
         note: Comment for the employee.
     """
     request = require(state.leave_requests, request_id, "leave request")
-    approver = _check_decider(state, request, approver_email)
+    approver = check_decider(state, request, approver_email)
     request.status, request.decided_by, request.decided_at = "approved", approver.email, state.tick()
     request.decision_note = note
-    employee = _find(state, request.employee_email)
+    employee = find_employee(state, request.employee_email)
     if request.start_date <= state.clock.date() <= request.end_date and employee.status == "active":
         employee.status = "on_leave"
-    _refresh(state, employee.email)
+    refresh(state, employee.email)
     return request
 
 
@@ -481,10 +481,10 @@ def reject_leave_request(
     request = require(state.leave_requests, request_id, "leave request")
     if not reason.strip():
         raise BadRequest("argument 'reason': a reason is required")
-    approver = _check_decider(state, request, approver_email)
+    approver = check_decider(state, request, approver_email)
     request.status, request.decided_by, request.decided_at = "rejected", approver.email, state.tick()
     request.decision_note = reason
-    _refresh(state, request.employee_email)
+    refresh(state, request.employee_email)
     return request
 
 
@@ -503,7 +503,7 @@ def cancel_leave_request(state: HrState, request_id: LeaveRequestId) -> LeaveReq
             f"leave request {request_id!r} started on {request.start_date.isoformat()}; it cannot be cancelled"
         )
     request.status = "cancelled"
-    _refresh(state, request.employee_email)
+    refresh(state, request.employee_email)
     state.tick()
     return request
 
@@ -515,7 +515,7 @@ def get_leave_balances(state: HrState, employee_email: EmailAddress) -> list[Lea
     Args:
         employee_email: Work email of the employee.
     """
-    employee = _find(state, employee_email, "employee_email")
+    employee = find_employee(state, employee_email, "employee_email")
     return [b for b in state.balances.values() if b.employee_email == employee.email and b.year == state.clock.year]
 
 
@@ -541,19 +541,19 @@ def set_leave_entitlement(
         days: New yearly entitlement, carry-over included.
         changed_by: Work email of the HR admin making the change.
     """
-    employee = _active(_find(state, employee_email, "employee_email"), "employee_email")
-    admin = _find(state, changed_by, "changed_by")
+    employee = active_employee(find_employee(state, employee_email, "employee_email"), "employee_email")
+    admin = find_employee(state, changed_by, "changed_by")
     if admin.email not in state.hr_admins or admin.status == "terminated":
         raise Forbidden(
             f"{admin.email!r} is not an HR admin; only {', '.join(state.hr_admins)} may change entitlements"
         )
-    balance = _balance(state, employee.email, leave_type)
+    balance = find_balance(state, employee.email, leave_type)
     if balance is None:
         raise NotFound(f"{leave_type} balance of {employee.email!r} not found")
     if days < balance.used + balance.pending:
         raise Conflict(f"{days:g} days is below the {balance.used + balance.pending:g} days already used or pending")
     balance.entitled = days
-    _refresh(state, employee.email)
+    refresh(state, employee.email)
     state.tick()
     return balance
 
@@ -612,13 +612,13 @@ def add_onboarding_task(
         owner_email: Work email of the person responsible (an active employee).
         due_date: Day it should be done by.
     """
-    employee = _active(_find(state, employee_email, "employee_email"), "employee_email")
-    owner = _active(_find(state, owner_email, "owner_email"), "owner_email")
-    _in_window(state, due_date, "due_date")
+    employee = active_employee(find_employee(state, employee_email, "employee_email"), "employee_email")
+    owner = active_employee(find_employee(state, owner_email, "owner_email"), "owner_email")
+    in_window(state, due_date, "due_date")
     for task in state.onboarding.values():
         if task.employee_email == employee.email and task.status == "open" and task.title.lower() == title.lower():
             raise Conflict(f"onboarding item {task.id!r} {task.title!r} is already open for {employee.email!r}")
-    task = _task(state, employee, title, owner.email, due_date)
+    task = new_task(state, employee, title, owner.email, due_date)
     state.tick()
     return task
 
@@ -634,8 +634,8 @@ def complete_onboarding_task(state: HrState, task_id: OnboardingTaskId, complete
         completed_by: Work email of the person completing it.
     """
     task = require(state.onboarding, task_id, "onboarding task")
-    person = _find(state, completed_by, "completed_by")
-    hire = _find(state, task.employee_email)
+    person = find_employee(state, completed_by, "completed_by")
+    hire = find_employee(state, task.employee_email)
     allowed = {task.owner_email, hire.manager_email, *state.hr_admins}
     if person.email not in allowed or person.status == "terminated":
         raise Forbidden(f"{person.email!r} may not complete {task_id!r}; its owner is {task.owner_email!r}")

@@ -145,25 +145,25 @@ def workdays(start: dt.date, end: dt.date) -> int:
     return sum(1 for i in range((end - start).days + 1) if (start + dt.timedelta(days=i)).weekday() < 5)
 
 
-def _find(state: HrState, email: str, argument: str = "employee") -> Employee:
+def find_employee(state: HrState, email: str, argument: str = "employee") -> Employee:
     for employee in state.employees.values():
         if employee.email.lower() == email.lower():
             return employee
     raise NotFound(f"employee {email!r} not found (argument {argument!r})")
 
 
-def _active(employee: Employee, argument: str) -> Employee:
+def active_employee(employee: Employee, argument: str) -> Employee:
     if employee.status == "terminated":
         raise Conflict(f"argument {argument!r}: employee {employee.email!r} is terminated")
     return employee
 
 
-def _in_window(state: HrState, day: dt.date, argument: str) -> None:
+def in_window(state: HrState, day: dt.date, argument: str) -> None:
     if abs((day - state.clock.date()).days) > WINDOW_DAYS:
         raise BadRequest(f"argument {argument!r}: {day.isoformat()} is more than {WINDOW_DAYS} days from today")
 
 
-def _balance(state: HrState, email: str, leave_type: str) -> LeaveBalance | None:
+def find_balance(state: HrState, email: str, leave_type: str) -> LeaveBalance | None:
     year = state.clock.year
     return next(
         (
@@ -175,7 +175,7 @@ def _balance(state: HrState, email: str, leave_type: str) -> LeaveBalance | None
     )
 
 
-def _refresh(state: HrState, email: str) -> None:
+def refresh(state: HrState, email: str) -> None:
     """Recompute the used, pending and available days of an employee's balances."""
     for balance in state.balances.values():
         if balance.employee_email != email:
@@ -190,21 +190,21 @@ def _refresh(state: HrState, email: str) -> None:
         balance.available = max(0.0, balance.entitled - balance.used - balance.pending)
 
 
-def _deciders(state: HrState, employee: Employee) -> list[str]:
+def deciders(state: HrState, employee: Employee) -> list[str]:
     """Who may decide the employee's leave: the active manager, else the HR admins."""
     if employee.manager_email:
-        manager = _find(state, employee.manager_email)
+        manager = find_employee(state, employee.manager_email)
         if manager.status != "terminated":
             return [manager.email]
     return list(state.hr_admins)
 
 
-def _check_decider(state: HrState, request: LeaveRequest, approver_email: str) -> Employee:
-    approver = _find(state, approver_email, "approver")
-    employee = _find(state, request.employee_email)
+def check_decider(state: HrState, request: LeaveRequest, approver_email: str) -> Employee:
+    approver = find_employee(state, approver_email, "approver")
+    employee = find_employee(state, request.employee_email)
     if approver.email == employee.email:
         raise Forbidden(f"{approver.email!r} cannot decide on their own leave request {request.id!r}")
-    allowed = _deciders(state, employee)
+    allowed = deciders(state, employee)
     if approver.status == "terminated" or approver.email not in allowed:
         raise Forbidden(f"{approver.email!r} may not decide leave of {employee.email!r}; ask {', '.join(allowed)}")
     if request.status != "pending":
@@ -212,7 +212,7 @@ def _check_decider(state: HrState, request: LeaveRequest, approver_email: str) -
     return approver
 
 
-def _task(state: HrState, employee: Employee, title: str, owner: str, due: dt.date) -> OnboardingTask:
+def new_task(state: HrState, employee: Employee, title: str, owner: str, due: dt.date) -> OnboardingTask:
     task = OnboardingTask(
         id=state.new_id("onb"),
         employee_email=employee.email,
@@ -225,7 +225,7 @@ def _task(state: HrState, employee: Employee, title: str, owner: str, due: dt.da
     return task
 
 
-def _checklist(state: HrState, employee: Employee) -> list[OnboardingTask]:
+def onboarding_checklist(state: HrState, employee: Employee) -> list[OnboardingTask]:
     """The standard onboarding checklist of a new hire, owned by HR, IT, the manager and the hire."""
     owners = {
         "hr": state.hr_admins[-1],
@@ -233,12 +233,12 @@ def _checklist(state: HrState, employee: Employee) -> list[OnboardingTask]:
         "manager": employee.manager_email or state.hr_admins[0],
     }
     return [
-        _task(state, employee, title, owners.get(role, employee.email), employee.start_date + dt.timedelta(days))
+        new_task(state, employee, title, owners.get(role, employee.email), employee.start_date + dt.timedelta(days))
         for title, role, days in CHECKLIST
     ]
 
 
-def _open_balances(state: HrState, email: str, start: dt.date, extra: float = 0.0) -> None:
+def open_balances(state: HrState, email: str, start: dt.date, extra: float = 0.0) -> None:
     """This year's vacation (prorated to half days for this year's hires) and sick balances."""
     year = state.clock.year
     vacation = 25.0 if start.year < year else 25.0 * (13 - start.month) // 6 / 2
@@ -256,7 +256,7 @@ def _open_balances(state: HrState, email: str, start: dt.date, extra: float = 0.
         )
 
 
-def _new_request(
+def new_request(
     state: HrState, email: str, kind: str, span: tuple[dt.date, dt.date], status: str, note: str, at: dt.datetime
 ) -> LeaveRequest:
     start, end = span
@@ -276,7 +276,7 @@ def _new_request(
     return request
 
 
-def _overlap(state: HrState, email: str, start: dt.date, end: dt.date) -> LeaveRequest | None:
+def overlap(state: HrState, email: str, start: dt.date, end: dt.date) -> LeaveRequest | None:
     """The employee's pending or approved request that overlaps the period, if any."""
     for other in state.leave_requests.values():
         mine = other.employee_email == email and other.status in ("pending", "approved")

@@ -11,15 +11,15 @@ from .models import (
     Employee,
     HrState,
     LeaveRequest,
-    _balance,
-    _checklist,
-    _deciders,
-    _find,
-    _new_request,
-    _open_balances,
-    _overlap,
-    _refresh,
-    _task,
+    deciders,
+    find_balance,
+    find_employee,
+    new_request,
+    new_task,
+    onboarding_checklist,
+    open_balances,
+    overlap,
+    refresh,
     workdays,
 )
 
@@ -67,28 +67,28 @@ def seed(rng: random.Random, world: Population) -> HrState:
             employee.termination_date = today - dt.timedelta(days=rng.randint(10, 90))
             employee.termination_reason = rng.choice(("Resigned", "Relocation", "Contract ended"))
         state.employees[employee.id] = employee
-        _open_balances(state, person.email, start, rng.choice((0, 0, 2, 3.5, 5)))
+        open_balances(state, person.email, start, rng.choice((0, 0, 2, 3.5, 5)))
 
     def add(email: str, kind: str, offset: int, days: int, status: str, note: str = "") -> LeaveRequest | None:
         start = end = _weekday(today + dt.timedelta(days=offset))
         while workdays(start, end) < days:
             end += dt.timedelta(days=1)
-        balance = _balance(state, email, kind) if start.year == today.year else None
+        balance = find_balance(state, email, kind) if start.year == today.year else None
         short = balance is not None and balance.available < days
-        if status in ("pending", "approved") and (short or _overlap(state, email, start, end)):
+        if status in ("pending", "approved") and (short or overlap(state, email, start, end)):
             return None
         planned = dt.datetime.combine(start, dt.time(9), now.tzinfo) - dt.timedelta(days=rng.randint(2, 20))
         asked = min(
             planned + dt.timedelta(minutes=rng.randint(0, 480)), now - dt.timedelta(minutes=rng.randint(180, 600))
         )
-        request = _new_request(state, email, kind, (start, end), status, note, asked)
+        request = new_request(state, email, kind, (start, end), status, note, asked)
         if status in ("approved", "rejected"):
-            request.decided_by = (_deciders(state, _find(state, email)) or state.hr_admins)[0]
+            request.decided_by = (deciders(state, find_employee(state, email)) or state.hr_admins)[0]
             request.decided_at = min(asked + dt.timedelta(minutes=rng.randint(30, 2880)), now - dt.timedelta(minutes=5))
             request.decision_note = (
                 rng.choice(("Team coverage too thin", "Release week")) if status == "rejected" else ""
             )
-        _refresh(state, email)
+        refresh(state, email)
         return request
 
     notes = ("Family trip", "Long weekend", "Wedding", "Moving house", "Ski holiday", "")
@@ -114,14 +114,14 @@ def seed(rng: random.Random, world: Population) -> HrState:
     add(by_id[picked[8].id].email, "parental", 60, 40, "pending", "Parental leave")
 
     for request in state.leave_requests.values():  # whoever is off today shows as on leave
-        employee = _find(state, request.employee_email)
+        employee = find_employee(state, request.employee_email)
         if request.status == "approved" and request.start_date <= today <= request.end_date:
             employee.status = "on_leave" if employee.status == "active" else employee.status
     for pid, offset in hires.items():
-        for task in _checklist(state, _find(state, by_id[pid].email)):
+        for task in onboarding_checklist(state, find_employee(state, by_id[pid].email)):
             if task.due_date < today and (offset < -30 or rng.random() < 0.7):
                 task.status, task.completed_by = "done", task.owner_email
                 task.completed_at = dt.datetime.combine(task.due_date, dt.time(15), now.tzinfo)
         if offset == -4:  # a near-duplicate item someone added by hand
-            _task(state, _find(state, by_id[pid].email), "Set up laptop & accounts", state.it_contact, today)
+            new_task(state, find_employee(state, by_id[pid].email), "Set up laptop & accounts", state.it_contact, today)
     return state

@@ -58,15 +58,15 @@ from .models import (
     PaymentId,
     PaymentMethod,
     Refund,
-    _check_total,
-    _credit,
-    _finalize,
-    _money,
-    _new_invoice,
-    _pay,
-    _positive,
-    _recompute,
-    _refund,
+    check_total,
+    finalize,
+    new_credit,
+    new_invoice,
+    new_payment,
+    new_refund,
+    positive,
+    recompute,
+    round_money,
 )
 from .models import CreditNoteId as CreditNoteId
 from .models import PriceListItem as PriceListItem
@@ -326,7 +326,7 @@ def create_invoice(
         tax_rate: Tax rate in percent; defaults to the rate of the customer's country.
     """
     customer = _active_customer(state, customer_id)
-    invoice = _new_invoice(state, customer, state.tick(), memo, po_number)
+    invoice = new_invoice(state, customer, state.tick(), memo, po_number)
     invoice.tax_rate = invoice.tax_rate if tax_rate is None else tax_rate
     return invoice
 
@@ -359,20 +359,20 @@ def add_invoice_line(
     if quantity < 1:
         raise BadRequest("argument 'quantity': must be at least 1")
     old = next((line for line in invoice.lines if line.sku == sku), None)
-    if old is not None and unit_price is not None and _money(unit_price) != old.unit_price:
+    if old is not None and unit_price is not None and round_money(unit_price) != old.unit_price:
         raise Conflict(f"invoice {invoice_id!r} already bills {sku!r} at {old.unit_price}; the price must match")
-    price = old.unit_price if old else _money(product.unit_price if unit_price is None else unit_price)
+    price = old.unit_price if old else round_money(product.unit_price if unit_price is None else unit_price)
     qty = quantity + (old.quantity if old else 0)
     if qty > 1_000_000:
         raise BadRequest("argument 'quantity': a line holds at most 1,000,000 units")
-    amount = _money(qty * price)
-    _check_total("quantity", invoice.subtotal - (old.amount if old else 0) + amount, invoice.tax_rate)
+    amount = round_money(qty * price)
+    check_total("quantity", invoice.subtotal - (old.amount if old else 0) + amount, invoice.tax_rate)
     line = LineItem(sku=sku, description=product.name, quantity=qty, unit_price=price, amount=amount)
     if old is not None:
         invoice.lines[invoice.lines.index(old)] = line
     else:
         invoice.lines.append(line)
-    _recompute(invoice)
+    recompute(invoice)
     return invoice
 
 
@@ -398,12 +398,12 @@ def update_invoice(
     if remove_sku is not None and all(line.sku != remove_sku for line in invoice.lines):
         raise BadRequest(f"argument 'remove_sku': invoice {invoice_id!r} has no line for {remove_sku!r}")
     if tax_rate is not None:
-        _check_total("tax_rate", invoice.subtotal, tax_rate)
+        check_total("tax_rate", invoice.subtotal, tax_rate)
     invoice.memo = invoice.memo if memo is None else memo
     invoice.po_number = po_number or invoice.po_number
     invoice.tax_rate = invoice.tax_rate if tax_rate is None else tax_rate
     invoice.lines = [line for line in invoice.lines if line.sku != remove_sku]
-    _recompute(invoice)
+    recompute(invoice)
     return invoice
 
 
@@ -421,7 +421,7 @@ def finalize_invoice(state: InvoicingState, invoice_id: InvoiceId) -> Invoice:
     if not invoice.lines:
         raise Conflict(f"invoice {invoice_id!r} has no line items; add one with add_invoice_line first")
     now = state.tick()
-    _finalize(invoice, customer.net_terms, now)
+    finalize(invoice, customer.net_terms, now)
     if invoice.amount_due == 0:  # nothing to collect, as for a free or fully discounted order
         invoice.status, invoice.paid_at = "paid", now
     return invoice
@@ -451,7 +451,7 @@ def _open(state: InvoicingState, invoice_id: str) -> Invoice:
 
 
 def _within_due(invoice: Invoice, amount: float) -> float:
-    amount = _positive("amount", amount)
+    amount = positive("amount", amount)
     if amount > invoice.amount_due:
         raise BadRequest(f"argument 'amount': {amount} exceeds the amount due {invoice.amount_due} on {invoice.id!r}")
     return amount
@@ -480,7 +480,7 @@ def record_payment(
     """
     invoice = _open(state, invoice_id)
     amount = _within_due(invoice, amount)
-    return _pay(state, invoice, amount, method, reference, state.tick())
+    return new_payment(state, invoice, amount, method, reference, state.tick())
 
 
 @service.write(
@@ -498,11 +498,11 @@ def refund_payment(state: InvoicingState, payment_id: PaymentId, amount: MoneyAm
         reason: Why the money is refunded.
     """
     payment = require(state.payments, payment_id, "payment")
-    amount = _positive("amount", amount)
-    left = _money(payment.amount - payment.amount_refunded)
+    amount = positive("amount", amount)
+    left = round_money(payment.amount - payment.amount_refunded)
     if amount > left:
         raise BadRequest(f"argument 'amount': {amount} exceeds the {left} left to refund on {payment_id!r}")
-    return _refund(state, payment, amount, reason, state.tick())
+    return new_refund(state, payment, amount, reason, state.tick())
 
 
 @service.write(
@@ -521,7 +521,7 @@ def issue_credit_note(state: InvoicingState, invoice_id: InvoiceId, amount: Mone
     """
     invoice = _open(state, invoice_id)
     amount = _within_due(invoice, amount)
-    return _credit(state, invoice, amount, reason, state.tick())
+    return new_credit(state, invoice, amount, reason, state.tick())
 
 
 @service.write(op="transition", entity="invoice", collection="invoices", sets=("status", "voided_at"))

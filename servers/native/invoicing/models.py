@@ -171,29 +171,29 @@ class InvoicingState(ServiceState):
     next_credit_number: int = 501
 
 
-def _money(value: float) -> float:
+def round_money(value: float) -> float:
     return round(value, 2) + 0.0  # + 0.0 turns -0.0 into 0.0
 
 
-def _recompute(invoice: Invoice) -> None:
-    invoice.subtotal = _money(sum(line.amount for line in invoice.lines))
-    invoice.tax = _money(invoice.subtotal * invoice.tax_rate / 100)
-    invoice.total = _money(invoice.subtotal + invoice.tax)
-    invoice.amount_due = _money(max(0.0, invoice.total - invoice.amount_paid - invoice.amount_credited))
+def recompute(invoice: Invoice) -> None:
+    invoice.subtotal = round_money(sum(line.amount for line in invoice.lines))
+    invoice.tax = round_money(invoice.subtotal * invoice.tax_rate / 100)
+    invoice.total = round_money(invoice.subtotal + invoice.tax)
+    invoice.amount_due = round_money(max(0.0, invoice.total - invoice.amount_paid - invoice.amount_credited))
 
 
-def _check_total(name: str, subtotal: float, tax_rate: float) -> None:
+def check_total(name: str, subtotal: float, tax_rate: float) -> None:
     if subtotal * (1 + tax_rate / 100) > MAX_TOTAL:
         raise BadRequest(f"argument {name!r}: the invoice total would exceed {MAX_TOTAL:,.0f}")
 
 
-def _positive(name: str, amount: float) -> float:
-    if _money(amount) <= 0:
+def positive(name: str, amount: float) -> float:
+    if round_money(amount) <= 0:
         raise BadRequest(f"argument {name!r}: must be at least 0.01")
-    return _money(amount)
+    return round_money(amount)
 
 
-def _new_invoice(state: InvoicingState, customer: Customer, at: dt.datetime, memo: str, po: str | None) -> Invoice:
+def new_invoice(state: InvoicingState, customer: Customer, at: dt.datetime, memo: str, po: str | None) -> Invoice:
     tax_rate = TAX_BY_COUNTRY.get(customer.country, 0.0)
     invoice = Invoice(
         id=state.new_id("inv"),
@@ -213,12 +213,12 @@ def _new_invoice(state: InvoicingState, customer: Customer, at: dt.datetime, mem
     return invoice
 
 
-def _finalize(invoice: Invoice, net_terms: int, at: dt.datetime) -> None:
+def finalize(invoice: Invoice, net_terms: int, at: dt.datetime) -> None:
     invoice.status, invoice.issued_at = "open", at
     invoice.due_date = at.date() + dt.timedelta(days=net_terms)
 
 
-def _pay(
+def new_payment(
     state: InvoicingState, invoice: Invoice, amount: float, method: PaymentMethod, ref: str | None, at: dt.datetime
 ) -> Payment:
     payment = Payment(
@@ -233,14 +233,14 @@ def _pay(
         received_at=at,
     )
     state.payments[payment.id] = payment
-    invoice.amount_paid = _money(invoice.amount_paid + amount)
-    _recompute(invoice)
+    invoice.amount_paid = round_money(invoice.amount_paid + amount)
+    recompute(invoice)
     if invoice.amount_due == 0:
         invoice.status, invoice.paid_at = "paid", at
     return payment
 
 
-def _credit(state: InvoicingState, invoice: Invoice, amount: float, reason: str, at: dt.datetime) -> CreditNote:
+def new_credit(state: InvoicingState, invoice: Invoice, amount: float, reason: str, at: dt.datetime) -> CreditNote:
     note = CreditNote(
         id=state.new_id("cn"),
         number=f"CN-{state.next_credit_number}",
@@ -253,14 +253,14 @@ def _credit(state: InvoicingState, invoice: Invoice, amount: float, reason: str,
     )
     state.next_credit_number += 1
     state.credit_notes[note.id] = note
-    invoice.amount_credited = _money(invoice.amount_credited + amount)
-    _recompute(invoice)
+    invoice.amount_credited = round_money(invoice.amount_credited + amount)
+    recompute(invoice)
     if invoice.amount_due == 0:
         invoice.status, invoice.paid_at = "paid", at
     return note
 
 
-def _refund(state: InvoicingState, payment: Payment, amount: float, reason: str, at: dt.datetime) -> Refund:
+def new_refund(state: InvoicingState, payment: Payment, amount: float, reason: str, at: dt.datetime) -> Refund:
     refund = Refund(
         id=state.new_id("ref"),
         payment_id=payment.id,
@@ -271,7 +271,7 @@ def _refund(state: InvoicingState, payment: Payment, amount: float, reason: str,
         created_at=at,
     )
     state.refunds[refund.id] = refund
-    payment.amount_refunded = _money(payment.amount_refunded + amount)
+    payment.amount_refunded = round_money(payment.amount_refunded + amount)
     invoice = state.invoices[payment.invoice_id]
-    invoice.amount_refunded = _money(invoice.amount_refunded + amount)
+    invoice.amount_refunded = round_money(invoice.amount_refunded + amount)
     return refund

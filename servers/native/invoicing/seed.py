@@ -13,13 +13,13 @@ from .models import (
     InvoicingState,
     LineItem,
     PriceListItem,
-    _credit,
-    _finalize,
-    _money,
-    _new_invoice,
-    _pay,
-    _recompute,
-    _refund,
+    finalize,
+    new_credit,
+    new_invoice,
+    new_payment,
+    new_refund,
+    recompute,
+    round_money,
 )
 
 
@@ -56,30 +56,30 @@ def seed(rng: random.Random, world: Population) -> InvoicingState:
 
     def invoice(cust: Customer, status: str, days: float, reissue_of: Invoice | None = None) -> Invoice:
         po = f"PO-{rng.randint(10000, 99999)}" if rng.random() < 0.5 else None
-        inv = _new_invoice(state, cust, ago(days), "", po)
+        inv = new_invoice(state, cust, ago(days), "", po)
         if reissue_of is not None:
             inv.lines = [line.model_copy() for line in reissue_of.lines]
             inv.memo, inv.po_number = f"Re-issue of {reissue_of.number} with corrected billing details.", None
         for p in rng.sample(list(world.products), rng.randint(1, 3)) if reissue_of is None else []:
             qty = rng.randint(1, 12) if p.category == "hardware" else rng.randint(1, 3)
             line = LineItem(sku=p.sku, description=p.name, quantity=qty, unit_price=p.unit_price, amount=0)
-            line.amount = _money(qty * p.unit_price)
+            line.amount = round_money(qty * p.unit_price)
             inv.lines.append(line)
-        _recompute(inv)
+        recompute(inv)
         if status == "draft":
             return inv
-        _finalize(inv, cust.net_terms, ago(days - 0.1))
+        finalize(inv, cust.net_terms, ago(days - 0.1))
         inv.last_sent_to, inv.times_sent = cust.billing_email, 1
         if status == "void":
             inv.status, inv.voided_at = "void", ago(days - 1)
         elif status == "partial":
-            share = _money(inv.total * rng.choice((0.25, 0.4, 0.5)))
-            _pay(state, inv, share, "bank_transfer", f"RMT-{rng.randint(100000, 999999)}", ago(days - 5))
+            share = round_money(inv.total * rng.choice((0.25, 0.4, 0.5)))
+            new_payment(state, inv, share, "bank_transfer", f"RMT-{rng.randint(100000, 999999)}", ago(days - 5))
         elif status == "paid":
-            first = _money(inv.total / 2) if rng.random() < 0.3 else inv.total
-            _pay(state, inv, first, rng.choice(("bank_transfer", "card", "check")), None, ago(days - 10))
+            first = round_money(inv.total / 2) if rng.random() < 0.3 else inv.total
+            new_payment(state, inv, first, rng.choice(("bank_transfer", "card", "check")), None, ago(days - 10))
             if inv.amount_due > 0:
-                _pay(state, inv, inv.amount_due, "bank_transfer", None, ago(days - 20))
+                new_payment(state, inv, inv.amount_due, "bank_transfer", None, ago(days - 20))
         return inv
 
     ages = {"draft": (0.5, 6), "open": (3, 110), "partial": (20, 90), "paid": (40, 200), "void": (30, 120)}
@@ -95,8 +95,8 @@ def seed(rng: random.Random, world: Population) -> InvoicingState:
             invoice(cust, status, days)
     paid = [p for p in state.payments.values() if state.invoices[p.invoice_id].status == "paid"]
     for payment in rng.sample(paid, 3):
-        _refund(state, payment, _money(payment.amount * 0.1), "Damaged unit returned.", ago(3))
+        new_refund(state, payment, round_money(payment.amount * 0.1), "Damaged unit returned.", ago(3))
     unpaid = [i for i in state.invoices.values() if i.status == "open" and i.amount_paid == 0]
     for inv in rng.sample(unpaid, 2):
-        _credit(state, inv, _money(inv.total * 0.05), "Goodwill discount for late delivery.", ago(2))
+        new_credit(state, inv, round_money(inv.total * 0.05), "Goodwill discount for late delivery.", ago(2))
     return state

@@ -68,8 +68,8 @@ from .models import (
     ProductStatus,
     ShopState,
     TrackingNumber,
-    _money,
-    _price,
+    price_order,
+    round_money,
 )
 from .models import FREE_SHIPPING_FROM as FREE_SHIPPING_FROM
 from .seed import DISCOUNTS as DISCOUNTS
@@ -164,9 +164,9 @@ def update_product(
         status: New status: active to sell it, archived to stop selling it.
     """
     product = _product(state, sku)
-    if price is not None and _money(price) <= 0:
+    if price is not None and round_money(price) <= 0:
         raise BadRequest("argument 'price': must be at least 0.01")
-    changes = {"name": name, "price": None if price is None else _money(price), "status": status}
+    changes = {"name": name, "price": None if price is None else round_money(price), "status": status}
     updated = product.model_copy(update={k: v for k, v in changes.items() if v is not None})
     updated.updated_at = state.tick()
     state.products[sku] = updated
@@ -376,7 +376,7 @@ def create_order(
     customer = _customer(state, customer_email)
     product = _product(state, sku)
     _check_line(product, quantity)
-    amount = _money(quantity * product.price)
+    amount = round_money(quantity * product.price)
     _check_total(amount)
     discount = _usable_discount(state, discount_code, amount) if discount_code is not None else None
     address = shipping_address or ", ".join(x for x in (customer.address, customer.city) if x)
@@ -395,7 +395,7 @@ def create_order(
         created_at=state.tick(),
     )
     state.next_order_number += 1
-    _price(order, discount)
+    price_order(order, discount)
     product.stock -= quantity
     if discount is not None:
         discount.times_used += 1
@@ -425,12 +425,12 @@ def add_order_line(state: ShopState, order_id: OrderId, sku: Sku, quantity: Quan
     old = next((line for line in order.lines if line.sku == sku), None)
     qty = quantity + (old.quantity if old else 0)
     price = old.unit_price if old else product.price
-    amount = _money(qty * price)
+    amount = round_money(qty * price)
     _check_total(order.subtotal - (old.amount if old else 0) + amount)
     discount = state.discounts.get(order.discount_code or "")
     line = OrderLine(sku=sku, name=product.name, quantity=qty, unit_price=price, amount=amount)
     order.lines = [line if x is old else x for x in order.lines] if old else [*order.lines, line]
-    _price(order, discount)
+    price_order(order, discount)
     product.stock -= quantity
     product.updated_at = state.tick()
     return order
@@ -524,14 +524,14 @@ def refund_order(
         restock: The units came back: put them into stock (once per order).
     """
     order = _order(state, order_id, "paid", "fulfilled", "delivered")
-    left = _money(order.total - order.refunded_amount)
-    if _money(amount) <= 0 or _money(amount) > left:
+    left = round_money(order.total - order.refunded_amount)
+    if round_money(amount) <= 0 or round_money(amount) > left:
         raise BadRequest(f"argument 'amount': must be between 0.01 and the {left} left to refund on {order_id!r}")
     if restock and order.restocked:
         raise Conflict(f"order {order_id!r} was already restocked")
     if restock:
         _restock(state, order)
-    order.refunded_amount = _money(order.refunded_amount + amount)
+    order.refunded_amount = round_money(order.refunded_amount + amount)
     order.note = f"{order.note}\n{reason}".strip()
     if order.refunded_amount >= order.total:
         order.status = "refunded"
@@ -599,7 +599,7 @@ def create_discount_code(
     discount = Discount(
         code=code,
         percent_off=percent_off,
-        minimum_subtotal=_money(minimum_subtotal),
+        minimum_subtotal=round_money(minimum_subtotal),
         usage_limit=usage_limit,
         expires_at=expiry,
     )

@@ -156,12 +156,12 @@ class ShopState(ServiceState):
     next_order_number: int = 1001
 
 
-def _money(value: float) -> float:
+def round_money(value: float) -> float:
     return round(value, 2) + 0.0  # + 0.0 turns -0.0 into 0.0
 
 
-def _price(order: Order, discount: Discount | None) -> None:
-    order.subtotal = _money(sum(line.amount for line in order.lines))
-    order.discount_amount = _money(order.subtotal * discount.percent_off / 100) if discount else 0.0
+def price_order(order: Order, discount: Discount | None) -> None:
+    order.subtotal = round_money(sum(line.amount for line in order.lines))
+    order.discount_amount = round_money(order.subtotal * discount.percent_off / 100) if discount else 0.0
     order.shipping = 0.0 if order.subtotal >= FREE_SHIPPING_FROM else SHIPPING_FEE
-    order.total = _money(order.subtotal - order.discount_amount + order.shipping)
+    order.total = round_money(order.subtotal - order.discount_amount + order.shipping)

@@ -7,7 +7,7 @@ import random
 
 from servers.population import Population
 
-from .models import CURRENCY, Customer, Discount, Order, OrderLine, Product, ShopState, _money, _price
+from .models import CURRENCY, Customer, Discount, Order, OrderLine, Product, ShopState, price_order, round_money
 
 VARIANTS = {
     "SKU-100": [("SKU-100-R", "Laptop Stand (Refurbished)", 0.7, "active")],
@@ -63,7 +63,7 @@ def seed(rng: random.Random, world: Population) -> ShopState:
                 sku=sku,
                 name=name,
                 category=p.category,
-                price=_money(p.unit_price * factor),
+                price=round_money(p.unit_price * factor),
                 currency=CURRENCY,
                 stock=0 if status == "archived" else rng.randint(0, 60),
                 status=status,
@@ -103,7 +103,9 @@ def seed(rng: random.Random, world: Population) -> ShopState:
         lines = []
         for item in rng.sample(on_sale, rng.choice((1, 1, 2, 3))):
             qty, price = rng.randint(1, 4), item.price
-            line = OrderLine(sku=item.sku, name=item.name, quantity=qty, unit_price=price, amount=_money(qty * price))
+            line = OrderLine(
+                sku=item.sku, name=item.name, quantity=qty, unit_price=price, amount=round_money(qty * price)
+            )
             lines.append(line)
         discount = state.discounts["WELCOME10"] if rng.random() < 0.15 else None
         order = Order(
@@ -118,7 +120,7 @@ def seed(rng: random.Random, world: Population) -> ShopState:
             created_at=ago(days),
         )
         state.next_order_number += 1
-        _price(order, discount)
+        price_order(order, discount)
         state.orders[order.id] = order
         if status in ("paid", "fulfilled", "delivered", "refunded"):
             order.paid_at, order.payment_reference = ago(days - 0.01), f"PAY-{rng.randint(100000, 999999)}"

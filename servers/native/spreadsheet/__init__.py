@@ -49,14 +49,14 @@ from .models import (
     SpreadsheetId,
     SpreadsheetState,
     UpdateResult,
-    _a1,
-    _bounds,
-    _cell,
-    _letters,
-    _new_book,
-    _number,
-    _overlap,
-    _put,
+    a1,
+    bounds,
+    letters,
+    new_book,
+    parse_cell,
+    parse_number,
+    put,
+    ranges_overlap,
 )
 from .models import Number as Number
 from .models import SheetId as SheetId
@@ -114,8 +114,8 @@ def _sheet(book: Spreadsheet, name: str) -> Sheet:
 
 def _in_grid(sheet: Sheet, box: tuple[int, int, int, int], field: str) -> None:
     if box[2] > sheet.rows or box[3] > sheet.columns:
-        grid = _a1(1, 1, sheet.rows, sheet.columns)
-        raise BadRequest(f"argument {field!r}: {_a1(*box)} exceeds the grid {grid} of sheet {sheet.name!r}")
+        grid = a1(1, 1, sheet.rows, sheet.columns)
+        raise BadRequest(f"argument {field!r}: {a1(*box)} exceeds the grid {grid} of sheet {sheet.name!r}")
 
 
 def _check_protection(state: SpreadsheetState, book: Spreadsheet, sheet: Sheet, box: tuple[int, int, int, int]) -> None:
@@ -123,7 +123,7 @@ def _check_protection(state: SpreadsheetState, book: Spreadsheet, sheet: Sheet, 
         return
     for rule in book.protected_ranges:
         mine = state.me.lower() in [e.lower() for e in rule.editors]
-        if rule.sheet == sheet.name and _overlap(box, _bounds(rule.range)) and not mine:
+        if rule.sheet == sheet.name and ranges_overlap(box, bounds(rule.range)) and not mine:
             raise Forbidden(
                 f"range {rule.range!r} of sheet {sheet.name!r} is protected ({rule.id!r}): {rule.description}"
             )
@@ -189,7 +189,7 @@ def create_spreadsheet(
         raise BadRequest(f"argument 'sheet_names': duplicate sheet names in {names!r}")
     if len(names) > MAX_SHEETS:
         raise BadRequest(f"argument 'sheet_names': at most {MAX_SHEETS} sheets, got {len(names)}")
-    return _new_book(state, title, state.me, state.tick(), names)
+    return new_book(state, title, state.me, state.tick(), names)
 
 
 @service.write(op="update", entity="spreadsheet", collection="spreadsheets", sets=("title",))
@@ -256,16 +256,16 @@ def read_range(
     """
     book = _readable(state, spreadsheet_id)
     tab = _sheet(book, sheet)
-    r1, c1, r2, c2 = box = _bounds(cell_range)
+    r1, c1, r2, c2 = box = bounds(cell_range)
     _in_grid(tab, box, "cell_range")
     if (r2 - r1 + 1) * (c2 - c1 + 1) > MAX_READ:
-        raise BadRequest(f"argument 'cell_range': {_a1(*box)} has more than {MAX_READ} cells; read it in parts")
+        raise BadRequest(f"argument 'cell_range': {a1(*box)} has more than {MAX_READ} cells; read it in parts")
     grid = state.cells.get(tab.id, {})
-    rows = [[grid.get(f"{_letters(c)}{r}", "") for c in range(c1, c2 + 1)] for r in range(r1, r2 + 1)]
+    rows = [[grid.get(f"{letters(c)}{r}", "") for c in range(c1, c2 + 1)] for r in range(r1, r2 + 1)]
     while rows and not any(rows[-1]):
         rows.pop()
     width = max((max((i + 1 for i, v in enumerate(row) if v), default=0) for row in rows), default=0)
-    return RangeValues(spreadsheet_id=book.id, sheet=tab.name, range=_a1(*box), rows=[row[:width] for row in rows])
+    return RangeValues(spreadsheet_id=book.id, sheet=tab.name, range=a1(*box), rows=[row[:width] for row in rows])
 
 
 @service.write(op="update", entity="cell", collection="cells")
@@ -288,13 +288,13 @@ def write_range(
     tab = _sheet(book, sheet)
     if not values or not any(values):
         raise BadRequest("argument 'values': at least one value is required")
-    top, left = _cell(start_cell)
+    top, left = parse_cell(start_cell)
     box = (top, left, top + len(values) - 1, left + max(len(row) for row in values) - 1)
     _in_grid(tab, box, "values")
     _check_protection(state, book, tab, box)
-    _put(state, tab.id, values, top, left)
+    put(state, tab.id, values, top, left)
     _touch(state, book)
-    return UpdateResult(spreadsheet_id=book.id, sheet=tab.name, range=_a1(*box), updated_cells=sum(map(len, values)))
+    return UpdateResult(spreadsheet_id=book.id, sheet=tab.name, range=a1(*box), updated_cells=sum(map(len, values)))
 
 
 @service.write(op="update", entity="cell", collection="cells")
@@ -314,15 +314,15 @@ def append_row(
         raise BadRequest("argument 'values': the row is empty")
     if len(values) > tab.columns:
         raise BadRequest(f"argument 'values': {len(values)} values but sheet {tab.name!r} has {tab.columns} columns")
-    row = max((_cell(ref)[0] for ref in state.cells.get(tab.id, {})), default=0) + 1
+    row = max((parse_cell(ref)[0] for ref in state.cells.get(tab.id, {})), default=0) + 1
     if row > 5000:
         raise Conflict(f"sheet {tab.name!r} is full (5000 rows)")
     box = (row, 1, row, len(values))
     _check_protection(state, book, tab, box)
     tab.rows = max(tab.rows, row)
-    _put(state, tab.id, [values], row)
+    put(state, tab.id, [values], row)
     _touch(state, book)
-    return UpdateResult(spreadsheet_id=book.id, sheet=tab.name, range=_a1(*box), updated_cells=len(values))
+    return UpdateResult(spreadsheet_id=book.id, sheet=tab.name, range=a1(*box), updated_cells=len(values))
 
 
 @service.write(op="update", entity="cell", collection="cells")
@@ -338,15 +338,15 @@ def clear_range(
     """
     book = _writable(state, spreadsheet_id)
     tab = _sheet(book, sheet)
-    box = _bounds(cell_range)
+    box = bounds(cell_range)
     _in_grid(tab, box, "cell_range")
     _check_protection(state, book, tab, box)
     grid = state.cells.get(tab.id, {})
-    hit = [ref for ref in grid if _overlap((*_cell(ref), *_cell(ref)), box)]
+    hit = [ref for ref in grid if ranges_overlap((*parse_cell(ref), *parse_cell(ref)), box)]
     for ref in hit:
         del grid[ref]
     _touch(state, book)
-    return UpdateResult(spreadsheet_id=book.id, sheet=tab.name, range=_a1(*box), updated_cells=len(hit))
+    return UpdateResult(spreadsheet_id=book.id, sheet=tab.name, range=a1(*box), updated_cells=len(hit))
 
 
 @service.read(op="search", entity="cell", collection="cells")
@@ -370,12 +370,12 @@ def find_value(
     matches: list[CellMatch] = []
     for tab in tabs:
         grid = state.cells.get(tab.id, {})
-        for ref in sorted(grid, key=_cell):
+        for ref in sorted(grid, key=parse_cell):
             value = grid[ref]
             if value.lower() == query.lower() if exact else contains(value, query):
-                row = _cell(ref)[0]
-                width = max((c for r, c in map(_cell, grid) if r == row), default=0)
-                line = [grid.get(f"{_letters(c)}{row}", "") for c in range(1, width + 1)]
+                row = parse_cell(ref)[0]
+                width = max((c for r, c in map(parse_cell, grid) if r == row), default=0)
+                line = [grid.get(f"{letters(c)}{row}", "") for c in range(1, width + 1)]
                 matches.append(CellMatch(sheet=tab.name, cell=ref, value=value, row_values=line))
                 if len(matches) == 100:
                     return matches
@@ -400,17 +400,17 @@ def aggregate_column(
     """
     book = _readable(state, spreadsheet_id)
     tab = _sheet(book, sheet)
-    r1, c1, r2, c2 = box = _bounds(cell_range)
+    r1, c1, r2, c2 = box = bounds(cell_range)
     if c1 != c2:
         raise BadRequest(f"argument 'cell_range': {cell_range!r} spans several columns; give one column such as D2:D40")
     _in_grid(tab, box, "cell_range")
     grid = state.cells.get(tab.id, {})
-    raw = [v for v in (grid.get(f"{_letters(c1)}{r}", "") for r in range(r1, r2 + 1)) if v]
-    numbers = [n for n in map(_number, raw) if n is not None]
+    raw = [v for v in (grid.get(f"{letters(c1)}{r}", "") for r in range(r1, r2 + 1)) if v]
+    numbers = [n for n in map(parse_number, raw) if n is not None]
     if not numbers and function in ("average", "min", "max"):
         raise BadRequest(f"argument 'cell_range': no numeric cells in {cell_range!r} of sheet {sheet!r}")
     value = float(AGGREGATES[function](numbers))
-    result = {"spreadsheet_id": book.id, "sheet": tab.name, "range": _a1(*box), "function": function}
+    result = {"spreadsheet_id": book.id, "sheet": tab.name, "range": a1(*box), "function": function}
     return AggregateResult(
         **result, value=round(value, 6), numeric_cells=len(numbers), skipped_cells=len(raw) - len(numbers)
     )
@@ -521,13 +521,13 @@ def protect_range(
     """
     book = _owned(state, spreadsheet_id, "protect ranges of")
     tab = _sheet(book, sheet)
-    box = _bounds(cell_range)
+    box = bounds(cell_range)
     _in_grid(tab, box, "cell_range")
     for rule in book.protected_ranges:
-        if rule.sheet == tab.name and _overlap(box, _bounds(rule.range)):
-            raise Conflict(f"range {_a1(*box)!r} overlaps protected range {rule.id!r} ({rule.range})")
+        if rule.sheet == tab.name and ranges_overlap(box, bounds(rule.range)):
+            raise Conflict(f"range {a1(*box)!r} overlaps protected range {rule.id!r} ({rule.range})")
     rule_id = state.new_id("pr")
-    rule = ProtectedRange(id=rule_id, sheet=tab.name, range=_a1(*box), description=description, editors=editors or [])
+    rule = ProtectedRange(id=rule_id, sheet=tab.name, range=a1(*box), description=description, editors=editors or [])
     book.protected_ranges.append(rule)
     _touch(state, book)
     return book

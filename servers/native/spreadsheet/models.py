@@ -128,7 +128,7 @@ class SpreadsheetState(ServiceState):
     cells: dict[str, dict[str, str]] = {}
 
 
-def _letters(col: int) -> str:
+def letters(col: int) -> str:
     out = ""
     while col:
         col, rem = divmod(col - 1, 26)
@@ -136,7 +136,7 @@ def _letters(col: int) -> str:
     return out
 
 
-def _cell(ref: str) -> tuple[int, int]:
+def parse_cell(ref: str) -> tuple[int, int]:
     match = A1.match(ref)
     if match is None:
         raise BadRequest(f"{ref!r} is not an A1 cell reference")
@@ -146,14 +146,14 @@ def _cell(ref: str) -> tuple[int, int]:
     return int(match.group(2)), col
 
 
-def _bounds(ref: str) -> tuple[int, int, int, int]:
+def bounds(ref: str) -> tuple[int, int, int, int]:
     """(first row, first column, last row, last column) of an A1 range, normalised."""
     start, _, end = ref.partition(":")
-    (r1, c1), (r2, c2) = _cell(start), _cell(end or start)
+    (r1, c1), (r2, c2) = parse_cell(start), parse_cell(end or start)
     return min(r1, r2), min(c1, c2), max(r1, r2), max(c1, c2)
 
 
-def _number(raw: str) -> float | None:
+def parse_number(raw: str) -> float | None:
     try:
         value = float(raw.replace(",", ""))
     except ValueError:
@@ -161,27 +161,27 @@ def _number(raw: str) -> float | None:
     return value if math.isfinite(value) and abs(value) < 1e15 else None
 
 
-def _a1(r1: int, c1: int, r2: int, c2: int) -> str:
-    first, last = f"{_letters(c1)}{r1}", f"{_letters(c2)}{r2}"
+def a1(r1: int, c1: int, r2: int, c2: int) -> str:
+    first, last = f"{letters(c1)}{r1}", f"{letters(c2)}{r2}"
     return first if first == last else f"{first}:{last}"
 
 
-def _overlap(a: tuple[int, int, int, int], b: tuple[int, int, int, int]) -> bool:
+def ranges_overlap(a: tuple[int, int, int, int], b: tuple[int, int, int, int]) -> bool:
     return a[0] <= b[2] and b[0] <= a[2] and a[1] <= b[3] and b[1] <= a[3]
 
 
-def _put(state: SpreadsheetState, sheet_id: str, rows: list[list[str]], top: int = 1, left: int = 1) -> None:
+def put(state: SpreadsheetState, sheet_id: str, rows: list[list[str]], top: int = 1, left: int = 1) -> None:
     grid = state.cells.setdefault(sheet_id, {})
     for r, row in enumerate(rows):
         for c, value in enumerate(row):
-            ref = f"{_letters(left + c)}{top + r}"
+            ref = f"{letters(left + c)}{top + r}"
             if value == "":
                 grid.pop(ref, None)
             else:
                 grid[ref] = value
 
 
-def _new_book(state: SpreadsheetState, title: str, owner: str, when: dt.datetime, names: list[str]) -> Spreadsheet:
+def new_book(state: SpreadsheetState, title: str, owner: str, when: dt.datetime, names: list[str]) -> Spreadsheet:
     sheets = [Sheet(id=state.new_id("sh"), name=n, index=i, rows=1000, columns=26) for i, n in enumerate(names)]
     book = Spreadsheet(
         id=state.new_id("ss"),

@@ -7,7 +7,7 @@ import random
 
 from servers.population import Population
 
-from .models import ProtectedRange, Spreadsheet, SpreadsheetState, _new_book, _put
+from .models import ProtectedRange, Spreadsheet, SpreadsheetState, new_book, put
 
 
 def seed(rng: random.Random, world: Population) -> SpreadsheetState:
@@ -18,10 +18,10 @@ def seed(rng: random.Random, world: Population) -> SpreadsheetState:
 
     def book(title: str, owner: str, days: int, tabs: dict[str, list[list[str]]], **share: list[str]) -> Spreadsheet:
         when = world.now - dt.timedelta(days=days, minutes=rng.randint(0, 900))
-        made = _new_book(state, title, owner, when, list(tabs))
+        made = new_book(state, title, owner, when, list(tabs))
         made.editors, made.viewers = share.get("editors", []), share.get("viewers", [])
         for sheet, rows in zip(made.sheets, tabs.values(), strict=True):
-            _put(state, sheet.id, rows)
+            put(state, sheet.id, rows)
         return made
 
     def protect(made: Spreadsheet, sheet: str, ref: str, why: str, editors: list[str]) -> None:
