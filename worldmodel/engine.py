@@ -391,6 +391,5 @@ def build_service(spec: SimSpec, backend: Backend) -> Service[SimState]:
         )
         tool.input_validator = _validator(tool_spec.input_schema)
         tool.spec = tool_spec
-        tool._names = frozenset(tool_spec.input_schema.get("properties", {}))
         service.tools[tool_spec.name] = tool
     return service
