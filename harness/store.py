@@ -1,13 +1,20 @@
-"""The run store: SQLite through sqlite-utils (tables runs, tasks, episodes, steps, criteria).
+"""The run store: SQLite through sqlite-utils (tables runs, tasks, episodes, steps, criteria, tools).
 
 An episode is written in one transaction — its row, its steps and its criterion results — so a
 run killed at any moment (Ctrl-C or kill -9) leaves only whole episodes behind, and resuming the
 run skips exactly those. Episode ids are ``<run>/<task>/<agent>/<surface>/<rollout>``, so the
 same episode is never stored twice. WAL mode keeps readers (reports) and the writer apart.
+
+A run is self-describing: the tool specs its episodes were offered are stored once per run in
+``tools``, keyed by a hash of the specs, one row per service's tools (:func:`spec_chunks`), and each
+episode lists its rows in ``tools_hash`` — so a run exports without a hub, and stays right after
+the services change. Serialising a direct surface's specs costs as much as running an episode; by
+service, a run serialises each service's specs once, however many task worlds mount it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 import time
@@ -25,6 +32,26 @@ def episode_id(run: str, task_id: str, agent: str, surface: str, rollout: int) -
     return f"{run}/{task_id}/{agent}/{surface}/{rollout}"
 
 
+def spec_chunks(tools: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """``tools`` cut where the service changes (names are ``<service>__<tool>``; a direct listing comes
+    sorted by service, the gateway's four meta-tools make one chunk): what the store keeps once per run."""
+    chunks: list[list[dict[str, Any]]] = []
+    last: str | None = None
+    for spec in tools:
+        name = str(spec.get("function", {}).get("name", ""))
+        service = name.split("__", 1)[0] if "__" in name else ""
+        if not chunks or service != last:
+            chunks.append([])
+            last = service
+        chunks[-1].append(spec)
+    return chunks
+
+
+def specs_hash(specs: list[dict[str, Any]]) -> str:
+    """The key of a list of tool specs: the same specs, in the same order, give the same key."""
+    return hashlib.sha256(json.dumps(specs, ensure_ascii=False).encode()).hexdigest()[:16]
+
+
 class RunStore:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
@@ -33,6 +60,9 @@ class RunStore:
         self.db.conn.execute("PRAGMA journal_mode=WAL")
         self.db.conn.execute("PRAGMA synchronous=NORMAL")
         self._lock = threading.Lock()
+        # Each distinct chunk of specs is hashed once: found again by its tool names, then compared.
+        self._keys: dict[tuple[str, ...], list[tuple[list[dict[str, Any]], str]]] = {}
+        self._stored: set[tuple[str, str]] = set()  # (run, key) rows this store has written
         self._ensure()
 
     def _ensure(self) -> None:
@@ -63,10 +93,15 @@ class RunStore:
                     "duration_s": float,
                     "trajectory": str,
                     "rubric_version": int,
+                    "tools_hash": str,
                 },
                 pk="id",
             )
             db.table("episodes").create_index(["run_id"])
+        elif "tools_hash" not in db.table("episodes").columns_dict:  # a store made before runs kept their specs
+            db.table("episodes").add_column("tools_hash", str)
+        if "tools" not in db.table_names():
+            db.table("tools").create({"run_id": str, "hash": str, "specs": str}, pk=("run_id", "hash"))
         if "steps" not in db.table_names():
             db.table("steps").create(
                 {
@@ -132,6 +167,7 @@ class RunStore:
         with self._lock, self.db.conn:
             if self.db.execute("select 1 from episodes where id = ?", [key]).fetchone():
                 return key
+            keys = self._store_specs(run, trajectory.tools)
             self.db.table("episodes").insert(
                 {
                     "id": key,
@@ -151,8 +187,9 @@ class RunStore:
                     "final_hash": trajectory.final_hash,
                     "started_at": trajectory.started_at,
                     "duration_s": trajectory.duration_s,
-                    "trajectory": trajectory.model_dump_json(),
+                    "trajectory": trajectory.model_dump_json(exclude={"tools"}),  # kept once per run instead
                     "rubric_version": task.rubric_version if task else None,
+                    "tools_hash": " ".join(keys) or None,
                 },
                 alter=True,  # stores made before rubric versions get the column on first use
             )
@@ -187,6 +224,22 @@ class RunStore:
             )
         return key
 
+    def _store_specs(self, run: str, tools: list[dict[str, Any]]) -> list[str]:
+        """The keys of ``tools``' chunks, each chunk written to ``tools`` unless the run has it already."""
+        keys = []
+        for chunk in spec_chunks(tools):
+            names = tuple(str(spec.get("function", {}).get("name", "")) for spec in chunk)
+            key = next((k for seen, k in self._keys.get(names, []) if seen == chunk), None)
+            if key is None:
+                key = specs_hash(chunk)
+                self._keys.setdefault(names, []).append((chunk, key))
+            if (run, key) not in self._stored:
+                row = {"run_id": run, "hash": key, "specs": json.dumps(chunk, ensure_ascii=False)}
+                self.db.table("tools").insert(row, ignore=True)
+                self._stored.add((run, key))
+            keys.append(key)
+        return keys
+
     # -- reading -----------------------------------------------------------------------------
 
     def runs(self) -> list[dict[str, Any]]:
@@ -199,9 +252,19 @@ class RunStore:
     def episodes(self, run: str) -> list[dict[str, Any]]:
         return list(self.db.query("select * from episodes where run_id = ? order by id", [run]))
 
+    def tools(self, run: str) -> dict[str, list[dict[str, Any]]]:
+        """The chunks of tool specs (:func:`spec_chunks`) the episodes of ``run`` were offered, by hash."""
+        rows = self.db.query("select hash, specs from tools where run_id = ?", [run])
+        return {row["hash"]: json.loads(row["specs"]) for row in rows}
+
     def trajectories(self, run: str) -> Iterator[Trajectory]:
-        for row in self.db.query("select trajectory from episodes where run_id = ? order by id", [run]):
-            yield Trajectory.model_validate_json(row["trajectory"])
+        """The episodes of ``run`` with the tool specs they were offered ([] where none were stored)."""
+        specs = self.tools(run)
+        query = "select trajectory, tools_hash from episodes where run_id = ? order by id"
+        for row in self.db.query(query, [run]):
+            trajectory = Trajectory.model_validate_json(row["trajectory"])
+            trajectory.tools = [spec for key in (row["tools_hash"] or "").split() for spec in specs[key]]
+            yield trajectory
 
     def criteria(self, run: str) -> list[dict[str, Any]]:
         return list(

@@ -49,8 +49,10 @@ class Trajectory(BaseModel):
     rollout: int = 0
     seed: int = 0
     messages: list[dict[str, Any]] = Field(default_factory=list)
-    # The OpenAI function specs offered are not stored per episode: they follow from the task's
-    # services and the surface, and exports rebuild them (harness.export.tools_for).
+    # The OpenAI function specs the agent was offered, as it saw them. The run store keeps each
+    # distinct list once per run (keyed by its hash), so exports need no hub and stay right after
+    # the services change; an episode recorded without them (an external client's) has [].
+    tools: list[dict[str, Any]] = Field(default_factory=list)
     tool_calls: list[ToolCall] = Field(default_factory=list)
     report: dict[str, Any] = Field(default_factory=dict)
     final_hash: str = ""
