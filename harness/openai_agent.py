@@ -17,7 +17,7 @@ from typing import Any
 
 import openai
 
-from harness.agents import AgentResult, parse_report, system_prompt
+from harness.agents import AgentResult, parse_report, system_prompt, world_today
 from harness.env import ToolEnv
 from servers.framework import error
 from taskgen.task import Task
@@ -79,7 +79,7 @@ class OpenAIAgent:
 
     def run(self, task: Task, env: ToolEnv, rng: random.Random) -> AgentResult:
         messages: list[dict[str, Any]] = [
-            {"role": "system", "content": system_prompt(env.surface)},
+            {"role": "system", "content": system_prompt(env.surface, world_today(env.world, task.services))},
             {"role": "user", "content": task.instruction},
         ]
         tools = env.tools()
@@ -112,5 +112,11 @@ class OpenAIAgent:
                     envelope = error(400, f"arguments of {call.function.name!r} are not valid JSON: {exc}")
                 else:
                     envelope = env.call(call.function.name, arguments)
-                messages.append({"role": "tool", "tool_call_id": call.id, "content": json.dumps(envelope)})
+                reply = {
+                    "role": "tool",
+                    "tool_call_id": call.id,
+                    "name": call.function.name,
+                    "content": json.dumps(envelope),
+                }
+                messages.append(reply)
         return AgentResult(messages, {}, "max_turns")

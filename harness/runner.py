@@ -24,9 +24,9 @@ from taskgen.task import Task
 
 
 def make_agent(name: str, model: str | None = None, base_url: str | None = None, **options: Any) -> Agent:
-    """An agent by name: oracle, null, random or openai (which needs a model)."""
-    if name == "oracle":
-        return OracleAgent()
+    """An agent by name: oracle, oracle-recovery, null, random or openai (which needs a model)."""
+    if name in ("oracle", "oracle-recovery"):
+        return OracleAgent(recovery=name == "oracle-recovery")
     if name == "null":
         return NullAgent()
     if name == "random":
@@ -37,7 +37,7 @@ def make_agent(name: str, model: str | None = None, base_url: str | None = None,
         from harness.openai_agent import OpenAIAgent
 
         return OpenAIAgent(model, base_url=base_url, **options)
-    raise ValueError(f"unknown agent {name!r}; choose oracle, null, random or openai")
+    raise ValueError(f"unknown agent {name!r}; choose oracle, oracle-recovery, null, random or openai")
 
 
 @dataclass(frozen=True)
