@@ -7,11 +7,16 @@ import os
 import time
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+if TYPE_CHECKING:  # the CLI imports the project's modules when a command runs, to start fast
+    from harness.export import RebuildTools
+    from hub.core import Hub
+    from taskgen.task import Task
 
 console = Console()
 err = Console(stderr=True)
@@ -53,7 +58,7 @@ def _progress() -> Progress:
 def run_cmd(
     tasks: Annotated[Path, typer.Option("--tasks", help="Tasks JSONL (from `compoworld tasks generate`).")],
     agent: Annotated[
-        list[str] | None, typer.Option("--agent", help="oracle, null, random or openai (repeatable).")
+        list[str] | None, typer.Option("--agent", help="oracle, oracle-recovery, null, random or openai (repeatable).")
     ] = None,
     model: Annotated[str | None, typer.Option(help="Model for the openai agent.")] = None,
     base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible base URL ($OPENAI_BASE_URL).")] = None,
@@ -154,15 +159,42 @@ def export_sft_cmd(
     agent: Annotated[list[str] | None, typer.Option(help="Only these agents (repeatable).")] = None,
     held_out: Annotated[float, typer.Option(help="Fraction of tasks written to <out>.test.jsonl instead.")] = 0.0,
 ) -> None:
-    """Verified trajectories in the SFT layout of the published CompoWorld data."""
+    """Verified trajectories in the SFT layout of the published CompoWorld data (tools read from the run store)."""
     from harness.export import export_sft
     from harness.store import RunStore
-    from taskgen.generate import default_hub
 
     count = export_sft(
-        default_hub(), RunStore(store), run_name, out, min_score, agent, surface.value if surface else None, held_out
+        RunStore(store),
+        run_name,
+        out,
+        min_score,
+        agent,
+        surface.value if surface else None,
+        held_out,
+        rebuild_tools=_rebuilt_tools(),
     )
     err.print(f"wrote {count} SFT records to {out}" + (f" and {out.stem}.test.jsonl" if held_out else ""))
+
+
+def _rebuilt_tools() -> RebuildTools:
+    """The tools of episodes stored without them (stores from before runs kept their specs, external
+    clients' sessions), rebuilt from today's services; nothing of the hub is imported or built unless
+    such an episode comes."""
+    hubs: list[Hub] = []
+
+    def rebuild(task: Task, surface: str) -> list[dict[str, Any]]:
+        from harness.env import function_spec
+        from hub.surfaces import GATEWAY_TOOLS
+
+        if surface == "gateway":
+            return [function_spec(t) for t in GATEWAY_TOOLS]
+        if not hubs:
+            from taskgen.generate import default_hub
+
+            hubs.append(default_hub())
+        return [function_spec(t) for t in hubs[0].registry.listing(task.mounted)]
+
+    return rebuild
 
 
 @eval_app.command("serve")
@@ -288,7 +320,7 @@ def demo(
         bar = progress.add_task("running agents", total=len(generation.tasks) * len(agents))
         run(hub, generation.tasks, agents, store, name, surface.value, on_episode=lambda t: progress.advance(bar))
     sft = out / "sft.jsonl"
-    count = export_sft(hub, store, name, sft)
+    count = export_sft(store, name, sft)
     html = write_html(store, name, out / "report.html")
     print_report(store, name, console)
     info = stats(generation.tasks, dict(generation.rejections))

@@ -26,16 +26,15 @@ def run_episode(
     """Run ``agent`` on ``task`` in a fresh world and return the scored trajectory."""
     started = time.time()
     world = hub.open_world(services=task.mounted, seed=task.seed)
-    world.use(Recorder())
-    env: ToolEnv = MCPEnv(world, surface) if path == "mcp" else InProcessEnv(world, surface)
-    rng = random.Random(f"episode:{seed}:{task.id}:{agent.name}:{rollout}")
-    try:
-        result = agent.run(task, env, rng)
-    except Exception as exc:  # an agent bug ends its episode, not the run
-        result = AgentResult([], {}, "error", f"{type(exc).__name__}: {exc}")
-    finally:
-        env.close()
-    try:  # the world is closed whatever scoring does
+    try:  # the world is closed whatever the environment, the agent or scoring does
+        world.use(Recorder())
+        env: ToolEnv = MCPEnv(world, surface) if path == "mcp" else InProcessEnv(world, surface)
+        rng = random.Random(f"episode:{seed}:{task.id}:{agent.name}:{rollout}")
+        try:
+            tools = env.tools()  # what the agent is offered, stored with the run (exports need no hub)
+            result = _attempt(agent, task, env, rng)
+        finally:
+            env.close()
         scored = world.score(task.rubric, report=result.report)
         final_hash = world.hash()
     finally:
@@ -49,6 +48,7 @@ def run_episode(
         rollout=rollout,
         seed=seed,
         messages=result.messages,
+        tools=tools,
         tool_calls=env.calls,
         report=result.report,
         final_hash=final_hash,
@@ -62,3 +62,10 @@ def run_episode(
         duration_s=round(time.time() - started, 4),
         services=task.services,
     )
+
+
+def _attempt(agent: Agent, task: Task, env: ToolEnv, rng: random.Random) -> AgentResult:
+    try:
+        return agent.run(task, env, rng)
+    except Exception as exc:  # an agent bug ends its episode, not the run
+        return AgentResult([], {}, "error", f"{type(exc).__name__}: {exc}")

@@ -59,7 +59,7 @@ def test_mcp_path_records_what_the_in_process_path_records(setup: tuple[Hub, lis
     hub, tasks = setup
     store = RunStore(tmp_path / "runs.db")
     for path in ("inprocess", "mcp"):
-        run(hub, tasks[:2], [make_agent("oracle")], store, path, surface="gateway", path=path)  # type: ignore[arg-type]
+        run(hub, tasks[:2], [make_agent("oracle")], store, path, surface="gateway", path=path)
     one, two = list(store.trajectories("inprocess")), list(store.trajectories("mcp"))
     assert [t.final_hash for t in one] == [t.final_hash for t in two]
     for a, b in zip(one, two, strict=True):
@@ -148,7 +148,7 @@ def test_sft_export_filters_and_holds_out_whole_tasks(setup: tuple[Hub, list[Tas
     store = RunStore(tmp_path / "runs.db")
     run(hub, tasks, [make_agent("oracle"), make_agent("null")], store, "r", rollouts=2)
     out = tmp_path / "sft.jsonl"
-    count = export_sft(hub, store, "r", out, held_out=0.4)
+    count = export_sft(store, "r", out, held_out=0.4)
     train = [json.loads(line) for line in out.read_text().splitlines()]
     test = [json.loads(line) for line in (tmp_path / "sft.test.jsonl").read_text().splitlines()]
     assert count == len(train) + len(test) == len(tasks)  # null episodes fail; duplicate rollouts dedupe
@@ -158,7 +158,7 @@ def test_sft_export_filters_and_holds_out_whole_tasks(setup: tuple[Hub, list[Tas
         meta = record["meta"]
         assert meta["src"] == "compoworld/oracle" and meta["net_score"] == meta["score"] == 1.0
         assert meta["rollout_idx"] in (0, 1) and 0 < meta["n_real_tool_calls"] <= meta["n_tool_calls"]
-    assert export_sft(hub, store, "r", out, surface="gateway") == 0
+    assert export_sft(store, "r", out, surface="gateway") == 0
 
 
 def test_a_run_never_mixes_rubric_versions(setup: tuple[Hub, list[Task]], tmp_path: Path) -> None:
