@@ -4,7 +4,11 @@
 CompoWorld ones, which share the layout — into a Hugging Face ``datasets.Dataset`` with the
 columns TRL's ``SFTTrainer`` reads: ``messages`` and a per-row ``tools`` (kept as a JSON string,
 since every row has its own tool schemas), optionally rendered with the tools of GRPO's environment and
-cut after the first assistant turns (a warm-up for GRPO). :func:`tiny_model` builds a small
+cut after the first assistant turns (a warm-up for GRPO). Both files' types are normalised: tool-call
+arguments become objects (either file may hold JSON strings), ``task_id`` a string; call ids, the tool
+messages' ``name`` and ``reasoning_content`` are kept. Each message is stored as a ``datasets.Json``
+value, so a message keeps exactly its own keys and a call exactly its own arguments (an Arrow struct
+would give every call the union of all calls' argument names, as nulls). :func:`tiny_model` builds a small
 Qwen3-architecture model from a config and :func:`tiny_tokenizer` a byte-level BPE tokenizer trained
 on the rendered data itself, with TRL's bundled Qwen3 chat template — no download — so the whole SFT
 path runs on a CPU in seconds.
@@ -38,19 +42,26 @@ def read_sft(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
 
 
 def _message(message: dict[str, Any]) -> dict[str, Any]:
+    """One message as ``SFTTrainer`` reads it, whichever file it comes from."""
     out: dict[str, Any] = {"role": message["role"], "content": message.get("content") or ""}
+    if isinstance(message.get("reasoning_content"), str):
+        out["reasoning_content"] = message["reasoning_content"]
     if message.get("tool_calls"):
-        out["tool_calls"] = [
-            {
-                "type": "function",
-                "function": {"name": c["function"]["name"], "arguments": _arguments(c["function"].get("arguments"))},
-            }
-            for c in message["tool_calls"]
-        ]
+        out["tool_calls"] = [_call(c) for c in message["tool_calls"]]
+    if message.get("tool_call_id") is not None:
+        out["tool_call_id"] = str(message["tool_call_id"])
+    if message.get("name"):
+        out["name"] = message["name"]
     return out
 
 
+def _call(call: dict[str, Any]) -> dict[str, Any]:
+    function = {"name": call["function"]["name"], "arguments": _arguments(call["function"].get("arguments"))}
+    return {**({"id": str(call["id"])} if call.get("id") is not None else {}), "type": "function", "function": function}
+
+
 def _arguments(value: Any) -> dict[str, Any]:
+    """Arguments as an object, from an object or a JSON string; what is neither becomes ``{}``."""
     if isinstance(value, str):
         try:
             parsed = json.loads(value or "{}")
@@ -103,6 +114,20 @@ def sft_rows(
     return rows
 
 
+def sft_dataset(rows: list[dict[str, Any]]) -> Any:
+    """Rows of :func:`sft_rows` as a ``datasets.Dataset`` (each message a ``datasets.Json`` value)."""
+    import datasets
+
+    features = datasets.Features(
+        {
+            "messages": datasets.List(datasets.Json()),
+            "tools": datasets.Value("string"),
+            "task_id": datasets.Value("string"),
+        }
+    )
+    return datasets.Dataset.from_list(rows, features=features)
+
+
 def load_sft_dataset(
     paths: Iterable[str | Path] | str | Path,
     held_out: float = 0.0,
@@ -114,7 +139,7 @@ def load_sft_dataset(
     import datasets
 
     rows = sft_rows(paths, tools=tools, turns=turns)
-    dataset = datasets.Dataset.from_list(rows)
+    dataset = sft_dataset(rows)
     if not held_out:
         return dataset
     import random
@@ -239,7 +264,6 @@ def train_sft(
     ``assistant_only_loss`` trains on the assistant's tokens only: together, a warm-up that teaches a model the first
     tool calls of the very prompts ``train_grpo`` will show it.
     """
-    import datasets
     from trl import SFTConfig, SFTTrainer
 
     tools = None
@@ -248,7 +272,7 @@ def train_sft(
 
         tools = env_tool_schemas()
     rows = sft_rows(data, tools=tools, turns=turns)
-    dataset = datasets.Dataset.from_list(rows)
+    dataset = sft_dataset(rows)
     if model == TINY:
         # The tokenizer learns the whole conversations (tool results too), even when the training keeps a few turns.
         tokenizer = tiny_tokenizer(rendered_texts(sft_rows(data, tools=tools)))
