@@ -346,12 +346,18 @@ def score(
 ) -> ScoreResult:
     """Score a final state (and report) against ``rubric``; states are ``{service: state JSON}``."""
     version = rubric.version
-    results = [check(c, initial, final, report, version) for c in rubric.criteria]
+    results = []
+    groups: dict[tuple[str, str], dict[str, list[str]]] = {}
+    for c in rubric.criteria:
+        if version >= 2 and isinstance(c, RecordCriterion) and c.expect == "created":
+            # the hits are found once: for the criterion, and for the one-to-one matching below
+            hits = groups.setdefault((c.service, c.collection), {})[c.id] = record_hits(c, initial, final, version)
+            detail = f"{len(hits)} matching record(s) in {c.service}.{c.collection}"
+            results.append(CriterionResult(id=c.id, passed=bool(hits), negative=c.negative, weight=c.weight,
+                                           detail=detail))  # fmt: skip
+        else:
+            results.append(check(c, initial, final, report, version))
     if version >= 2:
-        groups: dict[tuple[str, str], dict[str, list[str]]] = {}
-        for c in rubric.criteria:
-            if isinstance(c, RecordCriterion) and c.expect == "created":
-                groups.setdefault((c.service, c.collection), {})[c.id] = record_hits(c, initial, final, version)
         for (service, collection), candidates in groups.items():
             if len(candidates) < 2:
                 continue

@@ -150,10 +150,12 @@ def generate(
     walker = walker_for(hub, seed)
     out = Generation()
     limit = max_attempts or n * 30
+    seen: set[tuple[str, ...]] = set()
     with _frozen_heap():
         while len(out.tasks) < n and out.attempts < limit:
             result = attempt(hub, walker, seed, out.attempts, min_services, min_length, max_length, policy_rate, source)
             out.attempts += 1
+            result = _unseen(result, seen)
             if isinstance(result, list):
                 out.rejections.update(result)
                 continue
@@ -161,6 +163,18 @@ def generate(
             if on_task is not None:
                 on_task(result)
     return out
+
+
+def _unseen(result: Task | list[str], seen: set[tuple[str, ...]]) -> Task | list[str]:
+    """``result``, or a rejection when an earlier task of the run is the same request: the same
+    pattern on the same records (a batch of 20 asked twice for one deployment's release)."""
+    if isinstance(result, list) or not result.meta.get("patterns"):
+        return result
+    signature = (*result.meta["patterns"], *sorted(str(r["value"]) for r in result.meta.get("references", [])))
+    if signature in seen:
+        return ["duplicate"]
+    seen.add(signature)
+    return result
 
 
 @contextmanager
@@ -256,6 +270,7 @@ def generate_parallel(
         next_index = 0
         pending: set[Future[list[tuple[int, str | list[str]]]]] = set()
         found = 0  # tasks among all results
+        seen: set[tuple[str, ...]] = set()
         complete = verified = 0  # attempts 0..complete-1 are all in, and hold this many tasks
 
         def submit() -> None:
@@ -274,6 +289,7 @@ def generate_parallel(
                     results[index] = Task.model_validate_json(sent) if isinstance(sent, str) else sent
                     found += isinstance(sent, str)
             while complete in results and verified < n:
+                results[complete] = _unseen(results[complete], seen)
                 verified += isinstance(results[complete], Task)
                 complete += 1
             if on_progress is not None:
@@ -289,7 +305,7 @@ def generate_parallel(
         if len(out.tasks) >= n:
             break
         out.attempts = index + 1
-        outcome = results[index]
+        outcome = results[index] if index < complete else _unseen(results[index], seen)
         if isinstance(outcome, list):
             out.rejections.update(outcome)
         else:

@@ -259,6 +259,8 @@ def _ask(done: Done, stage: Stage, flow: Flow, rng: random.Random) -> str:
         which = "the other one" if len(repeats) == 1 else "the others"
         plain = ", ".join(str(s.trigger.anchor) for s in repeats)
         text = text.replace("'\x00'", f"'{first}' ({others} for {which})")
+        owners = ", ".join(f"{s.trigger.anchor}'s" for s in repeats)
+        text = text.replace("\x00's", f"{first}'s ({owners} for {which})")
         text = text.replace("\x00", f"{first} ({plain} for {which})")
     else:
         text = rng.choice(phrasings).format(**slots)
