@@ -22,8 +22,8 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
 
+    from harness.agent_spec import make_agent
     from harness.episode import run_episode
-    from harness.runner import make_agent
     from taskgen.generate import default_hub, generate
 
     hub = default_hub()

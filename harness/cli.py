@@ -75,7 +75,8 @@ def run_cmd(
     max_turns: Annotated[int, typer.Option(help="Turn limit of the openai agent.")] = 30,
 ) -> None:
     """Run agents on tasks; every episode is scored and stored as it finishes (resumable)."""
-    from harness.runner import make_agent, run
+    from harness.agent_spec import make_agent
+    from harness.runner import run
     from harness.store import RunStore
     from taskgen.generate import default_hub
     from taskgen.task import read_jsonl
@@ -294,9 +295,10 @@ def demo(
 ) -> None:
     """The whole pipeline offline: hub → tasks → oracle, null and random agents (and the openai agent
     when $OPENAI_BASE_URL and $COMPOWORLD_MODEL are set) → scores → SFT JSONL → HTML report."""
+    from harness.agent_spec import make_agent
     from harness.export import export_sft
     from harness.report import print_report, write_html
-    from harness.runner import make_agent, run
+    from harness.runner import run
     from harness.store import RunStore
     from taskgen.generate import default_hub, generate, stats
     from taskgen.task import write_jsonl

@@ -9,25 +9,15 @@ when no Ray instance is connected (``ray.init(address=...)`` beforehand targets 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from harness.agent_spec import agent_from_spec, agent_spec
+from harness.agents import Agent
+from harness.episode import run_episode
+from harness.jobs import Job
 from harness.trajectory import Surface, Trajectory
 from hub.core import Hub
 from taskgen.task import Task
-
-if TYPE_CHECKING:
-    from harness.agents import Agent
-    from harness.runner import Job
-
-
-def agent_spec(agent: Agent) -> dict[str, Any]:
-    """What an actor needs to rebuild an agent: its name and, for the openai agent, the endpoint."""
-    spec: dict[str, Any] = {"name": agent.name}
-    if agent.name == "openai":
-        spec.update(
-            model=agent.model, base_url=getattr(agent, "base_url", None), max_turns=getattr(agent, "max_turns", 30)
-        )
-    return spec
 
 
 def hub_spec(hub: Hub) -> dict[str, Any]:
@@ -42,6 +32,8 @@ class EpisodeActor:
     """Holds one hub and runs episodes on it (wrapped with ``ray.remote`` at run time)."""
 
     def __init__(self, spec: Mapping[str, Any]) -> None:
+        # Imported here, not at module level, for start-up speed: only actors build a hub (the
+        # task generator's default one, ~0.3 s to import), never the driver that imports this module.
         from taskgen.generate import default_hub
 
         self.hub = default_hub(spec["services"], worldmodel=spec["worldmodel"])
@@ -49,13 +41,8 @@ class EpisodeActor:
     def run(
         self, task_json: str, agent: Mapping[str, Any], surface: Surface, path: str, rollout: int, seed: int
     ) -> str:
-        from harness.episode import run_episode
-        from harness.runner import make_agent
-
-        options = {k: v for k, v in agent.items() if k not in ("name", "model", "base_url")}
-        built = make_agent(agent["name"], agent.get("model"), agent.get("base_url"), **options)
         task = Task.model_validate_json(task_json)
-        return run_episode(self.hub, task, built, surface, path, rollout, seed).model_dump_json()  # type: ignore[arg-type]
+        return run_episode(self.hub, task, agent_from_spec(agent), surface, path, rollout, seed).model_dump_json()  # type: ignore[arg-type]
 
 
 def run_on_ray(

@@ -15,36 +15,14 @@ from typing import Any, Literal
 import anyio
 import anyio.to_thread
 
-from harness.agents import Agent, NullAgent, OracleAgent, RandomAgent
+from harness.agents import Agent
 from harness.episode import run_episode
+from harness.jobs import Job, plan_jobs
+from harness.ray_backend import run_on_ray
 from harness.store import RunStore, episode_id
 from harness.trajectory import Surface, Trajectory
 from hub.core import Hub
 from taskgen.task import Task
-
-
-def make_agent(name: str, model: str | None = None, base_url: str | None = None, **options: Any) -> Agent:
-    """An agent by name: oracle, oracle-recovery, null, random or openai (which needs a model)."""
-    if name in ("oracle", "oracle-recovery"):
-        return OracleAgent(recovery=name == "oracle-recovery")
-    if name == "null":
-        return NullAgent()
-    if name == "random":
-        return RandomAgent()
-    if name == "openai":
-        if not model:
-            raise ValueError("the openai agent needs --model (and --base-url or $OPENAI_BASE_URL)")
-        from harness.openai_agent import OpenAIAgent
-
-        return OpenAIAgent(model, base_url=base_url, **options)
-    raise ValueError(f"unknown agent {name!r}; choose oracle, oracle-recovery, null, random or openai")
-
-
-@dataclass(frozen=True)
-class Job:
-    task: Task
-    agent: str
-    rollout: int
 
 
 @dataclass
@@ -53,10 +31,6 @@ class RunSummary:
     ran: int
     skipped: int
     seconds: float
-
-
-def plan_jobs(tasks: Sequence[Task], agents: Sequence[Agent], rollouts: int) -> list[Job]:
-    return [Job(t, a.name, r) for t in tasks for a in agents for r in range(rollouts)]
 
 
 def run(
@@ -103,8 +77,6 @@ def run(
             on_episode(trajectory)
 
     if backend == "ray":
-        from harness.ray_backend import run_on_ray
-
         for trajectory, task in run_on_ray(hub, todo, by_name, surface, path, seed, parallel):
             finish(trajectory, task)
     elif parallel <= 1:

@@ -10,9 +10,10 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from harness.agent_spec import make_agent
 from harness.env import function_spec
 from harness.export import export_sft, sft_record
-from harness.runner import make_agent, run
+from harness.runner import run
 from harness.store import RunStore
 from hub.core import Hub
 from hub.surfaces import GATEWAY_TOOLS

@@ -13,9 +13,10 @@ from typing import Any
 import pytest
 from rich.console import Console
 
+from harness.agent_spec import make_agent
 from harness.metrics import pass_at_k, pass_curves, pass_hat_k, score_histogram, summarize, summary
 from harness.report import pick_episode, print_report, write_html
-from harness.runner import make_agent, run
+from harness.runner import run
 from harness.store import RunStore
 from taskgen.generate import generate
 from taskgen.task import Task

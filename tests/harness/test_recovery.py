@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from harness.agent_spec import make_agent
 from harness.episode import run_episode
-from harness.runner import make_agent
 from harness.trajectory import Surface, Trajectory
 from hub.core import Hub
 from taskgen.generate import generate

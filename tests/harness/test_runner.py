@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.runner import make_agent, run
+from harness.agent_spec import make_agent
+from harness.runner import run
 from harness.store import RunStore
 from hub.core import Hub
 from taskgen.generate import generate

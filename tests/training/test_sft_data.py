@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
+from harness.agent_spec import make_agent
 from harness.export import export_sft
-from harness.runner import make_agent, run
+from harness.runner import run
 from harness.store import RunStore
 from taskgen.generate import generate
 from tests.conftest import full_hub
