@@ -117,6 +117,11 @@ def train_sft_cmd(
 
     from training.sft import train_sft
 
+    tools = None
+    if env_tools:
+        from training.grpo import env_tool_schemas
+
+        tools = env_tool_schemas()
     result = train_sft(
         model,
         list(data),
@@ -126,7 +131,7 @@ def train_sft_cmd(
         learning_rate,
         batch_size,
         lora=lora,
-        env_tools=env_tools,
+        tools=tools,
         turns=turns,
         assistant_only_loss=assistant_only_loss,
     )

@@ -16,13 +16,15 @@ import json
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from harness.agents import parse_report
+from harness.agents import parse_report, system_prompt
 from hub.core import Hub
 from hub.rubric import ScoreResult
 from hub.surfaces import gateway_call
 from hub.world import World
-from taskgen.task import Task
+from taskgen.task import Task, read_jsonl
 from training.rewards import binary_success, cfrr, rubric_fraction
+from training.sft import sft_rows
+from training.tiny import SEED, TINY, rendered_texts, tiny_model, tiny_tokenizer
 
 
 class CompoWorldEnv:
@@ -232,8 +234,6 @@ def success_reward(
 
 def grpo_rows(tasks: Sequence[Task]) -> list[dict[str, Any]]:
     """Dataset rows for GRPO: a conversational prompt, the task id and the task itself."""
-    from harness.agents import system_prompt
-
     return [
         {
             "prompt": [
@@ -273,15 +273,11 @@ def train_grpo(
     import datasets
     from trl import GRPOConfig, GRPOTrainer
 
-    from taskgen.task import read_jsonl
-
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     tasks = list(read_jsonl(tasks_file))[:max_tasks]
     rows = grpo_rows(tasks)
     cpu = False
-    if model == "tiny":
-        from training.sft import SEED, rendered_texts, sft_rows, tiny_model, tiny_tokenizer
-
+    if model == TINY:
         tools = env_tool_schemas()
         source = (
             sft_rows(sft_data, tools=tools) if sft_data else [{"messages": r["prompt"], "tools": tools} for r in rows]

@@ -1,4 +1,4 @@
-"""SFT on exported trajectories with TRL, and a tiny local model for the CPU smoke path.
+"""SFT on exported trajectories with TRL (on a CPU, with the tiny local model of :mod:`training.tiny`).
 
 :func:`load_sft_dataset` reads SFT JSONL files — ours (``compoworld export sft``) and the published
 CompoWorld ones, which share the layout — into a Hugging Face ``datasets.Dataset`` with the
@@ -8,10 +8,7 @@ cut after the first assistant turns (a warm-up for GRPO). Both files' types are 
 arguments become objects (either file may hold JSON strings), ``task_id`` a string; call ids, the tool
 messages' ``name`` and ``reasoning_content`` are kept. Each message is stored as a ``datasets.Json``
 value, so a message keeps exactly its own keys and a call exactly its own arguments (an Arrow struct
-would give every call the union of all calls' argument names, as nulls). :func:`tiny_model` builds a small
-Qwen3-architecture model from a config and :func:`tiny_tokenizer` a byte-level BPE tokenizer trained
-on the rendered data itself, with TRL's bundled Qwen3 chat template — no download — so the whole SFT
-path runs on a CPU in seconds.
+would give every call the union of all calls' argument names, as nulls).
 """
 
 from __future__ import annotations
@@ -22,9 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from hub.surfaces import GATEWAY_NAMES
-
-TINY = "tiny"
-SEED = 42  # the Trainer's default seed; the tiny model's initial weights are drawn from it too
+from training.tiny import SEED, TINY, rendered_texts, tiny_model, tiny_tokenizer
 
 
 def read_sft(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
@@ -155,93 +150,6 @@ def load_sft_dataset(
     )
 
 
-# Tokens that the chat template and TRL's tool-call parser treat as units. The first three end or open turns
-# (special); the tool-call markers must be ordinary added tokens for TRL's tool-call parsing. `<think>` and
-# `</think>` stay plain text, so that the empty thinking block every assistant turn opens with (`<think>\n\n`,
-# `</think>\n\n`) is two tokens rather than four (the same `\n` twice, which a tiny model confuses).
-SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
-MARKER_TOKENS = ["<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>"]
-
-
-def chat_template() -> str:
-    """TRL's bundled Qwen3 chat template (the tiny model's template)."""
-    import trl
-
-    return (Path(trl.__file__).parent / "chat_templates" / "qwen3.jinja").read_text()
-
-
-def rendered_texts(rows: Iterable[dict[str, Any]]) -> list[str]:
-    """Each row's conversation as the tiny model will see it: rendered by TRL's Qwen3 training template."""
-    from transformers.utils.chat_template_utils import render_jinja_template
-    from trl.chat_template_utils import qwen3_training_chat_template
-
-    texts = []
-    for row in rows:
-        tools = row.get("tools")
-        tools = json.loads(tools) if isinstance(tools, str) else tools
-        # Returns (rendered conversations, generation indices), though annotated as `str`.
-        rendered: Any = render_jinja_template(
-            [row["messages"]], tools=tools or None, chat_template=qwen3_training_chat_template
-        )
-        texts.append(rendered[0][0])
-    return texts
-
-
-def tiny_tokenizer(texts: Iterable[str], vocab_size: int = 8000) -> Any:
-    """A byte-level BPE tokenizer trained on ``texts``, with TRL's Qwen3 chat template.
-
-    Train it on rendered conversations (:func:`rendered_texts`). Words are not split at spaces — only texts at line
-    breaks and at the chat markers — so the lines every prompt repeats (the system prompt, each tool's JSON schema)
-    become a few tokens each and a gateway prompt shrinks from ~1,300 tokens to ~200: a tiny model then learns its
-    first tool call in a few CPU seconds.
-    """
-    import re
-
-    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
-
-    tokenizer = Tokenizer(models.BPE(unk_token=None))
-    tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
-        [
-            pre_tokenizers.Split(Regex("\n+"), behavior="merged_with_previous"),
-            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
-        ]
-    )
-    tokenizer.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size, special_tokens=SPECIAL_TOKENS, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
-    )
-    markers = re.compile("|".join(re.escape(t) for t in SPECIAL_TOKENS + MARKER_TOKENS))
-    tokenizer.train_from_iterator((piece for text in texts for piece in markers.split(text) if piece), trainer)
-    fast = PreTrainedTokenizerFast(tokenizer_object=tokenizer, eos_token="<|im_end|>", pad_token="<|endoftext|>")
-    # Tool-call markers must be ordinary (non-special) added tokens for TRL's tool-call parsing.
-    fast.add_tokens(MARKER_TOKENS)
-    fast.chat_template = chat_template()
-    return fast
-
-
-def tiny_model(tokenizer: Any, hidden: int = 64, layers: int = 2, seed: int | None = None) -> Any:
-    """A small Qwen3-architecture causal LM sized to ``tokenizer`` (random weights, from ``seed`` when given)."""
-    from transformers import Qwen3Config, Qwen3ForCausalLM, set_seed
-
-    if seed is not None:
-        set_seed(seed)
-    config = Qwen3Config(
-        vocab_size=len(tokenizer),
-        hidden_size=hidden,
-        intermediate_size=hidden * 2,
-        num_hidden_layers=layers,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        head_dim=hidden // 2,
-        max_position_embeddings=8192,
-        tie_word_embeddings=True,
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-    )
-    return Qwen3ForCausalLM(config)
-
-
 def train_sft(
     model: str,
     data: list[str | Path],
@@ -253,24 +161,20 @@ def train_sft(
     max_length: int = 4096,
     lora: bool = False,
     cpu: bool = False,
-    env_tools: bool = False,
+    tools: list[dict[str, Any]] | None = None,
     turns: int | None = None,
     assistant_only_loss: bool = False,
 ) -> dict[str, Any]:
     """Run TRL's ``SFTTrainer``; ``model="tiny"`` builds the local smoke-test model. Returns the losses.
 
-    ``env_tools`` renders gateway rows with the tool schemas of GRPO's environment (``training.grpo.CompoWorldEnv``)
-    instead of the gateway's specs, ``turns`` keeps the first assistant turns of each conversation only and
-    ``assistant_only_loss`` trains on the assistant's tokens only: together, a warm-up that teaches a model the first
-    tool calls of the very prompts ``train_grpo`` will show it.
+    ``tools`` renders every row with these tool schemas instead of its own (for gateway rows, the schemas of
+    GRPO's environment: :func:`training.grpo.env_tool_schemas`, ``compoworld train sft --env-tools``), ``turns``
+    keeps the first assistant turns of each conversation only and ``assistant_only_loss`` trains on the
+    assistant's tokens only: together, a warm-up that teaches a model the first tool calls of the very prompts
+    ``train_grpo`` will show it.
     """
     from trl import SFTConfig, SFTTrainer
 
-    tools = None
-    if env_tools:
-        from training.grpo import env_tool_schemas
-
-        tools = env_tool_schemas()
     rows = sft_rows(data, tools=tools, turns=turns)
     dataset = sft_dataset(rows)
     if model == TINY:

@@ -41,7 +41,8 @@ def test_warm_up_rows_render_grpo_prompts_that_the_tiny_tokenizer_keeps_short(sf
     from trl.chat_template_utils import add_response_schema, parse_response, qwen3_training_chat_template
 
     from training.grpo import env_tool_schemas
-    from training.sft import load_sft_dataset, rendered_texts, sft_rows, tiny_tokenizer
+    from training.sft import load_sft_dataset, sft_rows
+    from training.tiny import rendered_texts, tiny_tokenizer
 
     tools = env_tool_schemas()
     warm = load_sft_dataset(sft_file, tools=tools, turns=1)
