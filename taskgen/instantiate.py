@@ -25,7 +25,7 @@ CHAIN_RATE = 0.85
 """Chance to go on with another pattern when a stage made a record one starts from."""
 MAX_STAGES = 3
 BATCH_RATE = 0.95
-THIRD_RATE = 0.5
+THIRD_RATE = 0.4
 """Chance that a batch of two takes a third record."""
 """Chance that a second seeded record in the same situation is handled the same way ("the same
 goes for the release 'B'"), as real requests batch the week's won deals or overdue invoices."""

@@ -623,7 +623,10 @@ class Workflows:
         service, entity = self.id_entity[kind]
         if service != entry.service:
             return None
-        for located in [flow.trigger, *(d.record for d in flow.all_done if d.record is not None)]:
+        # the current stage's own records first, the latest first: a batch's second record's task is
+        # commented on, not the first record's
+        earlier = [d for stage in flow.stages[:-1] for d in stage.done]
+        for located in [flow.trigger, *(d.record for d in [*reversed(flow.done), *earlier] if d.record is not None)]:
             ident = located.schema.get("properties", {}).get("id") or {}
             if located.service == service and resolve_schema(dict(ident), {}).get(SEMANTIC_KEY) == kind:
                 ref = f"steps.{located.step}.{located.path}.id"

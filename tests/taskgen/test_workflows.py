@@ -3,6 +3,7 @@ outcome, requests written without recipes."""
 
 from __future__ import annotations
 
+import json
 import random
 import re
 from typing import Any
@@ -274,6 +275,12 @@ def test_a_batch_handles_each_record_alike_and_scores_each(hub: Hub, workflows: 
             assert stage.trigger.record["id"] != first.trigger.record["id"]
             if (stage.branch is None) or (first.branch is not None and stage.branch.held == first.branch.held):
                 assert [d.tool for d in stage.done] == [d.tool for d in first.done]
+        made_first = {d.steps[-1] for d in first.done}
+        for stage in repeats:
+            for done in stage.done:
+                refs = json.dumps(flow.steps[done.steps[-1]].arguments)
+                # each record's writes act on its own records, never on what the first one made
+                assert not any(f'"steps.{i}.' in refs for i in made_first), refs
         task = _task(flow, hub, "batch")
         for stage in flow.stages:
             assert f"'{stage.trigger.anchor}'" in task.instruction
