@@ -241,6 +241,8 @@ class RandomAgent:
         self.calls = calls
 
     def run(self, task: Task, env: ToolEnv, rng: random.Random) -> AgentResult:
+        # Imported here, not at module level, for start-up speed: the population (faker) and the
+        # world model's synthesizer take ~0.3 s to import, and only this agent needs them.
         from servers.population import Population
         from servers.values import state_values
         from worldmodel.rules import Synthesizer

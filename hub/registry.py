@@ -59,6 +59,8 @@ class ToolEntry:
         """The MCP description with the output schema (built on first use, then kept)."""
         if self.external is not None:
             return self.external
+        # Imported here, not at module level, for start-up speed: serving imports the MCP SDK
+        # (~1 s), which an in-process hub never needs.
         from servers.serving import mcp_tool
 
         assert self.native is not None

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
 from hub.registry import Registry, ServiceEntry, ToolEntry
+from hub.rubric import Rubric
+from hub.rubric import score as score_rubric
 from servers.framework import Envelope, Service, ServiceState, error
 from servers.state import Change, diff, peeking, snapshot, stable_hash
 
@@ -371,10 +373,8 @@ class World(Generic[HostT]):
     def score(self, rubric: Any, report: Mapping[str, Any] | None = None, services: Iterable[str] | None = None) -> Any:
         """Score this world's current state (and the agent's report) against a rubric; with
         ``services``, only those are looked at (every service the rubric names must be one)."""
-        from hub.rubric import Rubric, score
-
         parsed = rubric if isinstance(rubric, Rubric) else Rubric.model_validate(rubric)
-        return score(parsed, self.initial_states(services), self.states(services), report)
+        return score_rubric(parsed, self.initial_states(services), self.states(services), report)
 
     def diff(
         self, before: Mapping[str, Any] | None = None, after: Mapping[str, Any] | None = None

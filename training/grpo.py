@@ -42,6 +42,8 @@ class CompoWorldEnv:
     @classmethod
     def shared_hub(cls) -> Hub:
         if cls.hub is None:
+            # Imported here, not at module level, for start-up speed: the hub (~0.4 s to import,
+            # seconds to build) is needed once an environment resets, not to render its tools.
             from taskgen.generate import default_hub
 
             cls.hub = default_hub()

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from servers.construction.spec import load_catalog
 from servers.framework import Envelope, Service, ServiceState, error
 from worldmodel.engine import Backend, SimState, build_service
+from worldmodel.fromspec import routed_services, simulated_spec
 from worldmodel.rules import RulesBackend
 from worldmodel.spec import SimSpec
 
@@ -38,6 +39,8 @@ def make_backend(
         return RulesBackend()
     if not model:
         raise ValueError("the llm backend needs a model name (--model)")
+    # Imported here, not at module level, for start-up speed: the openai client takes ~0.5 s to
+    # import and only this backend needs it.
     from worldmodel.llm import LLMBackend
 
     return LLMBackend(model, base_url=base_url, cache_path=cache_path, attempts=attempts, timeout_s=timeout_s)
@@ -45,9 +48,6 @@ def make_backend(
 
 def simulated_specs(specs: str | Path = SPECS_DIR) -> list[SimSpec]:
     """Every spec of the directory ``specs`` (the catalog loader's), compiled for the world model."""
-    # The compiler imports the spec engine (for spec-run specs): imported when specs are compiled.
-    from worldmodel.fromspec import simulated_spec
-
     return [simulated_spec(spec) for spec in load_catalog(specs)]
 
 
@@ -63,8 +63,6 @@ def simulated_services(
     chosen = backend or RulesBackend()
     services = [build_service(spec, chosen) for spec in simulated_specs(specs)]
     if routed and Path(specs).resolve() == SPECS_DIR.resolve():
-        from worldmodel.fromspec import routed_services
-
         services += routed_services(chosen)
     return sorted(services, key=lambda s: s.name)
 

@@ -378,6 +378,8 @@ class Scenarios:
         seeds = [f.seed for e in self.spec.entities.values() for f in e.fields.values() if f.type == type_name]
         patterns = [s.removeprefix("pattern:") for s in seeds if s and s.startswith("pattern:")]
         if patterns:
+            # Imported here, not at module level, for start-up speed: seeding needs the population
+            # (faker, ~0.1 s), and few scenarios draw a fresh value from a pattern.
             from servers.construction.seeding import pattern
 
             return pattern(self.rng, patterns[0])
