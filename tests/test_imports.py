@@ -18,11 +18,6 @@ ROOT = Path(__file__).resolve().parent.parent
 # Dependencies point one way (docs: DESIGN.md): a package may import only packages to its left.
 LAYERS = ("servers", "worldmodel", "hub", "taskgen", "harness", "training")
 
-# Edges in taskgen/ that break the rules, left for taskgen's maintainer to fix (taskgen is being
-# edited elsewhere): each is (importer, imported module, name or None). Remove an entry when the
-# import is gone; the test fails on an entry that no longer occurs, so this list cannot go stale.
-TASKGEN_KNOWN_VIOLATIONS: frozenset[tuple[str, str, str | None]] = frozenset()
-
 
 @dataclass(frozen=True)
 class Import:
@@ -257,12 +252,6 @@ def with_packages(imports: list[Import]) -> list[Import]:
     return imports + implied
 
 
-def _taskgen_known(edges: list[Import]) -> tuple[list[Import], list[Import]]:
-    """(edges not allowed, allowed taskgen edges)."""
-    known = [e for e in edges if e.key in TASKGEN_KNOWN_VIOLATIONS]
-    return [e for e in edges if e.key not in TASKGEN_KNOWN_VIOLATIONS], known
-
-
 def test_the_graph_covers_every_package() -> None:
     assert {e.importer.split(".")[0] for e in project_imports()} == set(LAYERS)
 
@@ -286,7 +275,7 @@ def test_an_import_to_the_right_is_the_wrong_way() -> None:
 
 
 def test_no_import_cycles_between_project_modules() -> None:
-    imports, _ = _taskgen_known(with_packages(project_imports()))
+    imports = with_packages(project_imports())
     found = []
     for cycle, members in tangles(imports):
         inside = sorted({e.where() for e in imports if e.importer in members and e.module in members})
@@ -295,8 +284,8 @@ def test_no_import_cycles_between_project_modules() -> None:
 
 
 def test_no_module_imports_a_private_name_of_another() -> None:
-    left, _ = _taskgen_known(private_imports(project_imports()))
-    assert not left, "private names imported across modules:\n" + "\n".join(e.where() for e in left)
+    found = private_imports(project_imports())
+    assert not found, "private names imported across modules:\n" + "\n".join(e.where() for e in found)
 
 
 def test_a_private_attribute_is_flagged_only_outside_the_module_that_has_it() -> None:
@@ -316,12 +305,5 @@ def test_no_module_uses_a_private_attribute_of_another() -> None:
 
 
 def test_packages_import_only_packages_to_their_left() -> None:
-    left, _ = _taskgen_known(wrong_way_imports(project_imports()))
-    assert not left, f"imports against the order {' <- '.join(LAYERS)}:\n" + "\n".join(e.where() for e in left)
-
-
-def test_every_allowed_taskgen_violation_still_occurs() -> None:
-    imports = project_imports()
-    occurring = {e.key for e in imports}
-    stale = sorted(TASKGEN_KNOWN_VIOLATIONS - occurring, key=str)
-    assert not stale, f"fixed in taskgen: remove from TASKGEN_KNOWN_VIOLATIONS: {stale}"
+    found = wrong_way_imports(project_imports())
+    assert not found, f"imports against the order {' <- '.join(LAYERS)}:\n" + "\n".join(e.where() for e in found)
