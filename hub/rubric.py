@@ -64,7 +64,11 @@ class RecordCriterion(_Criterion):
     kind: Literal["record"] = "record"
     service: str
     collection: str
-    match: dict[str, Any] = Field(default_factory=dict)
+    match: dict[str, Any] = Field(
+        default_factory=dict,
+        description='Field values; {"$record": "c3"} is the id of a record criterion c3 matched (a comment on '
+        "the task the agent created, whatever id it got).",
+    )
     contains: dict[str, str] = Field(default_factory=dict, description="Text fields that must contain a value.")
     includes: dict[str, list[Any]] = Field(
         default_factory=dict, description="List fields that must include these items (others may be there too)."
@@ -119,9 +123,18 @@ class Rubric(BaseModel):
         """From version 2 on, every criterion checks something: no generator can emit a void one."""
         if self.version < 2:
             return self
+        earlier: set[str] = set()
         for c in self.criteria:
             if isinstance(c, RecordCriterion) and not (c.match or c.contains or c.includes):
                 raise ValueError(f"criterion {c.id!r}: a record criterion needs match, contains or includes")
+            if isinstance(c, RecordCriterion):
+                for key, value in c.match.items():
+                    ref = record_ref(value)
+                    if ref is not None and ref not in earlier:
+                        raise ValueError(
+                            f"criterion {c.id!r}: match {key!r} refers to {ref!r}, no earlier record criterion"
+                        )
+                earlier.add(c.id)
             if isinstance(c, ReportCriterion):
                 if not isinstance(c.value, Scalar) or c.value == "":
                     raise ValueError(f"criterion {c.id!r}: a report value must be a non-empty scalar")
@@ -211,13 +224,31 @@ def _records(state: Mapping[str, Any] | None, collection: str) -> dict[str, Any]
     return node if isinstance(node, dict) else {}
 
 
+def record_ref(value: Any) -> str | None:
+    """The criterion id of a ``{"$record": id}`` match value, else None."""
+    if isinstance(value, dict) and len(value) == 1 and isinstance(value.get("$record"), str):
+        return str(value["$record"])
+    return None
+
+
+def _match_one(have: Any, want: Any, fold: bool, version: int, refs: Mapping[str, list[str]] | None) -> bool:
+    ref = record_ref(want)
+    if ref is None:
+        return _same(have, want, fold, version)
+    # unknown when a criterion is checked on its own: taken as met, so a lone check never fails
+    # for want of the records another criterion matched
+    return refs is None or have in refs.get(ref, ())
+
+
 def record_hits(
     criterion: RecordCriterion,
     initial: Mapping[str, Any],
     final: Mapping[str, Any],
     version: int = RUBRIC_VERSION,
+    refs: Mapping[str, list[str]] | None = None,
 ) -> list[str]:
-    """The ids of the records ``criterion`` matches (new ones only, for ``expect="created"``)."""
+    """The ids of the records ``criterion`` matches (new ones only, for ``expect="created"``);
+    ``refs`` holds, per criterion id, the records it matched (for ``{"$record": id}`` values)."""
     records = _records(final.get(criterion.service), criterion.collection)
     fold = criterion.casefold
     ids: Any = records
@@ -233,7 +264,7 @@ def record_hits(
         rec = records[rid]
         if not isinstance(rec, dict):
             continue
-        if not all(k in rec and _same(rec[k], v, fold, version) for k, v in criterion.match.items()):
+        if not all(k in rec and _match_one(rec[k], v, fold, version, refs) for k, v in criterion.match.items()):
             continue
         if version >= 2 and not (
             all(k in rec and _contains(rec[k], v) for k, v in criterion.contains.items())
@@ -273,13 +304,14 @@ def check(
     final: Mapping[str, Any],
     report: Mapping[str, Any] | None,
     version: int = RUBRIC_VERSION,
+    refs: Mapping[str, list[str]] | None = None,
 ) -> CriterionResult:
     """Evaluate one criterion on its own; ``initial``/``final`` are ``{service: state JSON}``.
 
     Created-record criteria are matched one-to-one only by :func:`score`, which sees them all."""
     passed: bool
     if isinstance(criterion, RecordCriterion):
-        hits = record_hits(criterion, initial, final, version)
+        hits = record_hits(criterion, initial, final, version, refs)
         passed = not hits if criterion.expect == "absent" else bool(hits)
         detail = f"{len(hits)} matching record(s) in {criterion.service}.{criterion.collection}"
     elif isinstance(criterion, UnchangedCriterion):
@@ -348,15 +380,26 @@ def score(
     version = rubric.version
     results = []
     groups: dict[tuple[str, str], dict[str, list[str]]] = {}
+    refs: dict[str, list[str]] = {}  # criterion id -> the records it matched, in criteria order
+    referred = {
+        ref
+        for c in rubric.criteria
+        if isinstance(c, RecordCriterion)
+        for v in c.match.values()
+        if (ref := record_ref(v))
+    }
     for c in rubric.criteria:
         if version >= 2 and isinstance(c, RecordCriterion) and c.expect == "created":
             # the hits are found once: for the criterion, and for the one-to-one matching below
-            hits = groups.setdefault((c.service, c.collection), {})[c.id] = record_hits(c, initial, final, version)
+            hits = record_hits(c, initial, final, version, refs)
+            groups.setdefault((c.service, c.collection), {})[c.id] = refs[c.id] = hits
             detail = f"{len(hits)} matching record(s) in {c.service}.{c.collection}"
             results.append(CriterionResult(id=c.id, passed=bool(hits), negative=c.negative, weight=c.weight,
                                            detail=detail))  # fmt: skip
         else:
-            results.append(check(c, initial, final, report, version))
+            results.append(check(c, initial, final, report, version, refs))
+            if isinstance(c, RecordCriterion) and c.id in referred:
+                refs[c.id] = record_hits(c, initial, final, version, refs)
     if version >= 2:
         for (service, collection), candidates in groups.items():
             if len(candidates) < 2:

@@ -271,6 +271,7 @@ def generate_parallel(
         pending: set[Future[list[tuple[int, str | list[str]]]]] = set()
         found = 0  # tasks among all results
         seen: set[tuple[str, ...]] = set()
+        dropped = 0  # tasks found that repeat an earlier one
         complete = verified = 0  # attempts 0..complete-1 are all in, and hold this many tasks
 
         def submit() -> None:
@@ -289,14 +290,16 @@ def generate_parallel(
                     results[index] = Task.model_validate_json(sent) if isinstance(sent, str) else sent
                     found += isinstance(sent, str)
             while complete in results and verified < n:
-                results[complete] = _unseen(results[complete], seen)
+                kept = _unseen(results[complete], seen)
+                dropped += isinstance(results[complete], Task) and isinstance(kept, list)
+                results[complete] = kept
                 verified += isinstance(results[complete], Task)
                 complete += 1
             if on_progress is not None:
                 on_progress(min(found, n))
             if verified >= n:
                 break  # the first n tasks are settled: what is still running cannot change them
-            if found < n and next_index < n * 30:
+            if found - dropped < n and next_index < n * 30:  # a repeat found later is no task
                 submit()
     finally:
         pool.shutdown(wait=False, cancel_futures=True)

@@ -81,13 +81,19 @@ def compose_flow(flow: Flow, task_id: str, seed: int, rng: random.Random, distra
     registry = world.hub.registry
     system = system_fields(world.hub, mounted)
     criteria: list[dict[str, Any]] = []
+    origin: list[int] = []  # the step each record criterion comes from
     for step in steps:
         if step.entry.kind == "write" and step.changes:
             ignored = frozenset(system.get(step.entry.service, ()))
             checked = flow.checked.get(step.index, set())
             done = next((d for d in flow.all_done if step.index in d.steps), None)
             states = done.reaction.to if done is not None else []
-            criteria.extend(effect_criteria(step, step.changes, final, flow.mentions, ignored, checked, states))
+            made = effect_criteria(step, step.changes, final, flow.mentions, ignored, checked, states)
+            criteria.extend(made)
+            origin.extend(step.index for _ in made)
+    for number, criterion in enumerate(criteria, 1):
+        criterion["id"] = f"c{number}"
+    _refer_to_created(criteria, origin, steps)
     reports = _report(flow, system, rng)
     expected_report: dict[str, Any] = {}
     for key, value, words, entity, about in reports:
@@ -145,6 +151,26 @@ def compose_flow(flow: Flow, task_id: str, seed: int, rng: random.Random, distra
             "rules": [_rule_meta(b) for b in branches],
         },
     )
+
+
+def _refer_to_created(criteria: list[dict[str, Any]], origin: list[int], steps: list[Any]) -> None:
+    """A value that is the id of a record an earlier step created (the task a comment goes on) is
+    matched as ``{"$record": cN}``, the record that step's criterion found, not as the id the
+    oracle's run gave it: an agent that creates in another order gets other ids, rightly."""
+    created: dict[str, str] = {}  # record id the oracle's run gave -> the criterion finding it
+    makers = [i for c, i in zip(criteria, origin, strict=True) if c.get("expect") == "created"]
+    for criterion, index in zip(criteria, origin, strict=True):
+        for key, value in criterion.get("match", {}).items():
+            if isinstance(value, str) and value in created and created[value] != criterion["id"]:
+                criterion["match"][key] = {"$record": created[value]}
+        data = steps[index].envelope.get("data")
+        if (
+            criterion.get("expect") == "created"
+            and makers.count(index) == 1
+            and isinstance(data, dict)
+            and isinstance(data.get("id"), str)
+        ):
+            created.setdefault(data["id"], criterion["id"])
 
 
 def _assigned(kind: str) -> bool:

@@ -132,3 +132,25 @@ def test_people_in_sub_records_are_matched_exactly_or_included() -> None:
     assert not check(criterion(match={"attendees": ["ann@x.io"]}), initial, final, {}).passed  # one too many invited
     assert check(criterion(includes={"attendees": ["ann@x.io"]}), initial, final, {}).passed
     assert not check(criterion(includes={"attendees": ["cy@x.io"]}), initial, final, {}).passed
+
+
+def test_a_record_reference_matches_the_created_record_whatever_its_id() -> None:
+    """A comment on "the task you created" is checked against the task the agent created, not
+    against the id the oracle's run happened to give it."""
+    from hub.rubric import score
+
+    task = {"id": "c1", "kind": "record", "service": "tracker", "collection": "tasks", "expect": "created",
+            "match": {"title": "Reship"}, "description": "A reship task"}  # fmt: skip
+    comment = {"id": "c2", "kind": "record", "service": "tracker", "collection": "comments", "expect": "created",
+               "match": {"task_id": {"$record": "c1"}}, "contains": {"body": "Lee"}, "description": "Note"}  # fmt: skip
+    rubric = Rubric.model_validate({"criteria": [task, comment]})
+    initial: dict[str, Any] = {"tracker": {"tasks": {"t1": {"id": "t1", "title": "Old"}}, "comments": {}}}
+
+    def final(comment_on: str) -> dict[str, Any]:
+        tasks = {"t1": {"id": "t1", "title": "Old"}, "t9": {"id": "t9", "title": "Reship"}}
+        return {"tracker": {"tasks": tasks, "comments": {"m1": {"id": "m1", "task_id": comment_on, "body": "For Lee"}}}}
+
+    assert score(rubric, initial, final("t9")).score == 1.0  # an id the oracle's run never gave
+    assert score(rubric, initial, final("t1")).score == 0.5  # on another task: not the one created
+    with pytest.raises(ValidationError):  # a reference must name an earlier record criterion
+        Rubric.model_validate({"criteria": [comment, task]})
