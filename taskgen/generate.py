@@ -71,13 +71,15 @@ def attempt(
     max_length: int = 8,
     policy_rate: float = 0.45,
     source: Source = "walks",
+    kept: set[tuple[str, ...]] | None = None,
 ) -> Task | list[str]:
     """Attempt number ``index`` of the run: a verified task, or the reasons it was rejected.
+    ``kept``: the signatures of tasks earlier attempts kept (a repeat of one is rejected early).
 
     ``patterns``: a business workflow pattern instantiated over the hub (:mod:`taskgen.workflow`);
     ``walks``: a random walk over the typed dependency graph (:mod:`taskgen.walk`)."""
     if source == "patterns":
-        return attempt_pattern(hub, walker, seed, index, min_services)
+        return attempt_pattern(hub, walker, seed, index, min_services, kept)
     rng = random.Random(f"taskgen:{seed}:{index}")
     try:
         walk = walker.walk(rng, rng.randint(min_length, max_length))
@@ -105,7 +107,9 @@ def workflows_for(hub: Hub, walker: Walker) -> Workflows:
     return found
 
 
-def attempt_pattern(hub: Hub, walker: Walker, seed: int, index: int, min_services: int = 2) -> Task | list[str]:
+def attempt_pattern(
+    hub: Hub, walker: Walker, seed: int, index: int, min_services: int = 2, kept: set[tuple[str, ...]] | None = None
+) -> Task | list[str]:
     """A task from a workflow pattern (chosen by the attempt's own random stream)."""
     rng = random.Random(f"taskgen:patterns:{seed}:{index}")
     # a follow-on ("once the new task exists") starts from a record the task made, never from a
@@ -130,6 +134,10 @@ def attempt_pattern(hub: Hub, walker: Walker, seed: int, index: int, min_service
         task = compose_flow(flow, f"p{seed}-{index:05d}", seed, rng, distractors)
     finally:
         flow.close()
+    if kept is not None and signature(task) in kept:
+        # an earlier attempt kept this very request: this one would be dropped as its repeat, so the
+        # gates (most of an attempt's cost) are not run for it
+        return ["duplicate"]
     return [f"gate:{gate}" for gate in check_gates(hub, task, walker)] or task
 
 
@@ -153,7 +161,9 @@ def generate(
     seen: set[tuple[str, ...]] = set()
     with _frozen_heap():
         while len(out.tasks) < n and out.attempts < limit:
-            result = attempt(hub, walker, seed, out.attempts, min_services, min_length, max_length, policy_rate, source)
+            result = attempt(
+                hub, walker, seed, out.attempts, min_services, min_length, max_length, policy_rate, source, seen
+            )
             out.attempts += 1
             result = _unseen(result, seen)
             if isinstance(result, list):
@@ -170,11 +180,16 @@ def _unseen(result: Task | list[str], seen: set[tuple[str, ...]]) -> Task | list
     pattern on the same records (a batch of 20 asked twice for one deployment's release)."""
     if isinstance(result, list) or not result.meta.get("patterns"):
         return result
-    signature = (*result.meta["patterns"], *sorted(str(r["value"]) for r in result.meta.get("references", [])))
-    if signature in seen:
+    found = signature(result)
+    if found in seen:
         return ["duplicate"]
-    seen.add(signature)
+    seen.add(found)
     return result
+
+
+def signature(task: Task) -> tuple[str, ...]:
+    """What makes two pattern tasks the same request: the patterns and the records named."""
+    return (*task.meta.get("patterns", []), *sorted(str(r["value"]) for r in task.meta.get("references", [])))
 
 
 @contextmanager
@@ -227,7 +242,13 @@ def _init_worker(hub: Hub | None, services: list[str] | None, worldmodel: bool, 
 def _work(indices: list[int], min_services: int, source: Source = "walks") -> list[tuple[int, str | list[str]]]:
     out: list[tuple[int, str | list[str]]] = []
     for index in indices:
-        result = attempt(_WORKER["hub"], _WORKER["walker"], _WORKER["seed"], index, min_services, source=source)
+        # this worker's own kept tasks, all of earlier attempts: a repeat of one is a repeat for the run
+        kept: set[tuple[str, ...]] = _WORKER.setdefault("kept", set())
+        result = attempt(
+            _WORKER["hub"], _WORKER["walker"], _WORKER["seed"], index, min_services, source=source, kept=kept
+        )
+        if isinstance(result, Task) and result.meta.get("patterns"):
+            kept.add(signature(result))
         out.append((index, result if isinstance(result, list) else result.model_dump_json()))
     return out
 

@@ -28,6 +28,16 @@ def test_worker_processes_give_the_tasks_one_process_gives(hub: Hub, batch: Gene
     assert parallel.attempts == batch.attempts and parallel.rejections == batch.rejections
 
 
+def test_worker_processes_give_the_pattern_tasks_one_process_gives(hub: Hub) -> None:
+    """Repeats of an earlier request are dropped (early, in a worker that kept the original), with
+    the same outcome however the attempts are spread over processes."""
+    alone = generate(40, seed=3, hub=hub, source="patterns")
+    parallel = generate_parallel(40, seed=3, workers=2, hub=hub, chunk=3, source="patterns")
+    assert _jsonl(parallel.tasks) == _jsonl(alone.tasks)
+    assert parallel.attempts == alone.attempts and parallel.rejections == alone.rejections
+    assert alone.rejections["duplicate"] > 0
+
+
 def test_a_fresh_walker_gives_the_tasks_a_reused_one_gives(hub: Hub) -> None:
     first = generate(4, seed=23, hub=hub)
     hub.derived.clear()
