@@ -77,13 +77,22 @@ def required_types(entry: ToolEntry) -> dict[str, str]:
 
 def param_types(entry: ToolEntry) -> dict[str, str]:
     """Every parameter → its semantic type."""
-    props = entry.input_schema.get("properties", {})
-    out = {}
-    for name, prop in props.items():
-        kind = field_types(prop, entry.input_schema.get("$defs", {}))
-        if kind:
-            out[name] = sorted(kind)[0]
-    return out
+    schema = entry.input_schema
+    found = _PARAM_TYPES.get(id(schema))
+    if found is None or found[0] is not schema:
+        props = schema.get("properties", {})
+        out = {}
+        for name, prop in props.items():
+            kind = field_types(prop, schema.get("$defs", {}))
+            if kind:
+                out[name] = sorted(kind)[0]
+        found = _PARAM_TYPES[id(schema)] = (schema, out)
+    return dict(found[1])
+
+
+_PARAM_TYPES: dict[int, tuple[Mapping[str, Any], dict[str, str]]] = {}
+"""Per input schema (read-only, kept alive by its tool, so its id is not reused): its parameter
+types, which task generation asks for thousands of times per batch."""
 
 
 def output_types(entry: ToolEntry) -> set[str]:
