@@ -5,7 +5,8 @@
 column, plus ``task_id``), and its public methods ``list_services``, ``list_tools``,
 ``describe_tool`` and ``call_tool`` are the tools TRL offers the policy. The reward functions
 read each rollout's environment and final message (the report), score the world against the
-task's rubric, and turn a group's criterion-pass matrix into rewards: :func:`cfrr_reward` (the
+task's rubric, record each rollout into the run store as a trajectory (:class:`RolloutRecording`), and turn a
+group's criterion-pass matrix into rewards: :func:`cfrr_reward` (the
 Completion-Focused Rubric Reward), :func:`rubric_reward` and :func:`success_reward`. Rollouts of
 the same ``task_id`` form the group, as TRL generates ``num_generations`` completions per prompt.
 """
@@ -13,13 +14,20 @@ the same ``task_id`` form the group, as TRL generates ``num_generations`` comple
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar
 
 from harness.agents import parse_report, system_prompt
+from harness.env import InProcessEnv
+from harness.store import RunStore
+from harness.trajectory import FinishReason, ToolCall, Trajectory
 from hub.core import Hub
+from hub.middleware import Recorder
 from hub.rubric import ScoreResult
-from hub.surfaces import gateway_call
+from hub.surfaces import GATEWAY_TOOLS
 from hub.world import World
 from taskgen.task import Task, read_jsonl
 from training.rewards import binary_success, cfrr, rubric_fraction
@@ -27,17 +35,109 @@ from training.sft import sft_rows
 from training.tiny import SEED, TINY, rendered_texts, tiny_model, tiny_tokenizer
 
 
+@dataclass
+class RolloutRecording:
+    """Where GRPO's rollouts go: each rollout a reward function scores becomes a trajectory of run ``run``.
+
+    The agent is ``grpo:<model name>``; a task's rollouts are numbered in the order they are scored (a group of G
+    rollouts takes G consecutive numbers, and a later step's group of the same task the next ones; a resumed run
+    continues after the stored ones), so no two rollouts of a run share an episode id.
+    """
+
+    store: RunStore
+    run: str
+    model: str
+    config: dict[str, Any] = field(default_factory=dict)
+    next_rollout: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def agent(self) -> str:
+        return f"grpo:{Path(self.model).name or self.model}"
+
+    def record(
+        self, env: CompoWorldEnv, prompt: Any, completion: Any, report: dict[str, Any], result: ScoreResult
+    ) -> str:
+        """Store one scored rollout (its calls, messages, report and per-criterion results); its episode id."""
+        if env.task is None or env.world is None or env.env is None:
+            raise RuntimeError("reset() was not called")
+        task = env.task
+        if task.id not in self.next_rollout:
+            self.store.start_run(self.run, self.config, [task])
+            query = "select max(rollout) as last from episodes where run_id = ? and task_id = ? and agent = ?"
+            last = next(iter(self.store.db.query(query, [self.run, task.id, self.agent])))["last"]
+            self.next_rollout[task.id] = 0 if last is None else int(last) + 1
+        rollout = self.next_rollout[task.id]
+        self.next_rollout[task.id] += 1
+        messages = _messages(prompt) + _messages(completion)
+        finish: FinishReason = "completed" if final_text(completion) else "max_turns" if env.calls else "no_action"
+        trajectory = Trajectory(
+            task_id=task.id,
+            agent=self.agent,
+            model=self.model,
+            surface="gateway",
+            path="inprocess",
+            rollout=rollout,
+            messages=messages,
+            tools=env.env.tools(),
+            tool_calls=list(env.calls),
+            report=report,
+            final_hash=env.world.hash(),
+            criteria=result.criteria,
+            score=result.score,
+            net_score=result.net_score,
+            success=result.success,
+            finish_reason=finish,
+            started_at=env.started_at,
+            duration_s=round(time.time() - env.started_at, 4),
+            services=task.services,
+        )
+        env.recorded = True
+        return self.store.add(self.run, trajectory, task)
+
+
+def _messages(turns: Any) -> list[dict[str, Any]]:
+    """Chat messages as JSON data: a list of messages as it is, a plain string as one assistant message."""
+    if isinstance(turns, str):
+        return [{"role": "assistant", "content": turns}] if turns else []
+    if not isinstance(turns, list | tuple):
+        return []
+    return [json.loads(json.dumps(m, default=str)) for m in turns if isinstance(m, dict)]
+
+
+def _gateway_docstring(name: str) -> str:
+    """A Google-style docstring for the gateway meta-tool ``name``, from the gateway's own spec (``GATEWAY_TOOLS``):
+    TRL renders the environment's tools from its methods' docstrings, so they describe what the gateway lists."""
+    spec = next(t for t in GATEWAY_TOOLS if t.name == name)
+    lines = [spec.description or name, ""]
+    properties = spec.input_schema.get("properties", {})
+    if properties:
+        lines.append("Args:")
+        lines += [f"    {param}: {schema.get('description', param)}" for param, schema in properties.items()]
+        lines.append("")
+    lines += ["Returns:", "    The gateway's JSON envelope."]
+    return "\n".join(lines)
+
+
 class CompoWorldEnv:
-    """One rollout's world; public methods are the gateway's meta-tools (TRL turns them into tools)."""
+    """One rollout's world; public methods are the gateway's meta-tools (TRL turns them into tools).
+
+    A thin adapter over the harness's environment: ``reset`` opens the task's world with a
+    :class:`hub.middleware.Recorder` and an :class:`harness.env.InProcessEnv` on its gateway surface, and every
+    meta-tool call goes through that environment, so a rollout's calls are recorded as the
+    harness's ``ToolCall`` records, exactly like a harness episode's.
+    """
 
     hub: ClassVar[Hub | None] = None
+    # Where the reward functions record each scored rollout as a trajectory (set by :func:`train_grpo`).
+    recording: ClassVar[RolloutRecording | None] = None
     # TRL offers every public method except reset/get_reward as a tool: keep helpers private.
 
     def __init__(self) -> None:
         self.world: World | None = None
         self.task: Task | None = None
-        self.calls: list[str] = []  # the meta-tools called in this rollout, in order (logged by the rewards)
-        self.errors = 0  # how many of them answered with an error envelope
+        self.env: InProcessEnv | None = None
+        self.started_at = 0.0
+        self.recorded = False  # whether this rollout is in the run store (recorded once, whatever the rewards)
 
     @classmethod
     def shared_hub(cls) -> Hub:
@@ -48,6 +148,16 @@ class CompoWorldEnv:
 
             cls.hub = default_hub()
         return cls.hub
+
+    @property
+    def calls(self) -> list[ToolCall]:
+        """The calls of this rollout, in order, as the harness records them."""
+        return self.env.calls if self.env is not None else []
+
+    @property
+    def errors(self) -> int:
+        """How many of them answered with an error envelope."""
+        return sum(1 for c in self.calls if not c.ok)
 
     def reset(self, **row: Any) -> None:
         """Open a fresh world for the row's task.
@@ -60,57 +170,32 @@ class CompoWorldEnv:
         raw = row["task"]
         self.task = Task.model_validate(json.loads(raw) if isinstance(raw, str) else raw)
         self.world = self.shared_hub().open_world(services=self.task.mounted, seed=self.task.seed)
-        self.calls, self.errors = [], 0
+        self.world.use(Recorder())
+        self.env = InProcessEnv(self.world, "gateway")
+        self.started_at = time.time()
+        self.recorded = False
 
     def _call(self, meta: str, arguments: dict[str, Any]) -> str:
-        if self.world is None:
+        if self.env is None:
             return json.dumps({"success": False, "error": {"code": 409, "message": "reset() was not called"}})
-        envelope = gateway_call(self.world, meta, arguments)
-        self.calls.append(meta)
-        self.errors += not envelope.get("success")
-        return json.dumps(envelope)
+        return json.dumps(self.env.call(meta, arguments))
 
     def list_services(self) -> str:
-        """List the services available in this world with their categories and tool counts.
-
-        Returns:
-            A JSON envelope with the services.
-        """
         return self._call("list_services", {})
 
     def list_tools(self, service: str) -> str:
-        """List one service's tools: qualified names and one-line descriptions.
-
-        Args:
-            service: Service name from list_services.
-
-        Returns:
-            A JSON envelope with the tools.
-        """
         return self._call("list_tools", {"service": service})
 
     def describe_tool(self, tool: str) -> str:
-        """Describe one tool: its full input schema, output schema and whether it writes.
-
-        Args:
-            tool: Qualified tool name, '<service>__<tool>'.
-
-        Returns:
-            A JSON envelope with the tool's schemas.
-        """
         return self._call("describe_tool", {"tool": tool})
 
     def call_tool(self, tool_name: str, arguments: dict[str, Any]) -> str:
-        """Call a tool by its qualified name with a JSON object of arguments.
-
-        Args:
-            tool_name: Qualified tool name, '<service>__<tool>'.
-            arguments: Arguments matching the tool's input schema.
-
-        Returns:
-            The tool's JSON envelope.
-        """
         return self._call("call_tool", {"tool_name": tool_name, "arguments": arguments})
+
+    list_services.__doc__ = _gateway_docstring("list_services")
+    list_tools.__doc__ = _gateway_docstring("list_tools")
+    describe_tool.__doc__ = _gateway_docstring("describe_tool")
+    call_tool.__doc__ = _gateway_docstring("call_tool")
 
     def _score(self, report: dict[str, Any] | None = None) -> ScoreResult:
         """The rubric result of the world as it is now, with the rollout's report."""
@@ -126,9 +211,10 @@ class CompoWorldEnv:
 def env_tool_schemas() -> list[dict[str, Any]]:
     """The tool schemas TRL renders for :class:`CompoWorldEnv` (from its methods' signatures and docstrings).
 
-    They differ from the gateway's own function specs (``hub.surfaces.GATEWAY_TOOLS``): an SFT warm-up for GRPO
-    renders its conversations with these (``compoworld train sft --env-tools``) to see the prompts GRPO will show.
-    The order is TRL's (``inspect.getmembers``: by name).
+    Their descriptions are the gateway's own (``hub.surfaces.GATEWAY_TOOLS``), but TRL's rendering differs in form
+    (no ``additionalProperties``, ``call_tool``'s ``arguments`` required, a ``return`` entry): an SFT warm-up for
+    GRPO renders its conversations with these (``compoworld train sft --env-tools``) to see the prompts GRPO will
+    show. The order is TRL's (``inspect.getmembers``: by name).
     """
     import inspect
 
@@ -159,12 +245,21 @@ def _groups(task_ids: Sequence[str]) -> dict[str, list[int]]:
     return groups
 
 
-def _matrices(
-    environments: Sequence[CompoWorldEnv], completions: Sequence[Any]
-) -> list[tuple[list[float], list[bool], list[float], float | None]]:
+Row = tuple[list[float], list[bool], list[float], float | None]
+
+
+def _scored(
+    environments: Sequence[CompoWorldEnv], completions: Sequence[Any], prompts: Sequence[Any] | None
+) -> list[Row]:
+    """Each rollout scored on its task's rubric with the report of its final text, recorded into the run store
+    (:attr:`CompoWorldEnv.recording`, once per rollout), and its criterion-pass row for the group rewards."""
     rows = []
-    for env, completion in zip(environments, completions, strict=True):
-        result = env._score(parse_report(final_text(completion)))
+    for index, (env, completion) in enumerate(zip(environments, completions, strict=True)):
+        report = parse_report(final_text(completion))
+        result = env._score(report)
+        recording = CompoWorldEnv.recording
+        if recording is not None and not env.recorded:
+            recording.record(env, prompts[index] if prompts is not None else None, completion, report, result)
         positives = [c for c in result.criteria if not c.negative]
         rows.append(
             (
@@ -184,7 +279,7 @@ def _log_calls(environments: Sequence[CompoWorldEnv], log_metric: Any) -> None:
         return
     count = len(environments)
     log_metric("env/gateway_calls", sum(len(e.calls) for e in environments) / count)
-    log_metric("env/service_calls", sum(e.calls.count("call_tool") for e in environments) / count)
+    log_metric("env/service_calls", sum(sum(c.name == "call_tool" for c in e.calls) for e in environments) / count)
     log_metric("env/gateway_errors", sum(e.errors for e in environments) / count)
 
 
@@ -193,10 +288,10 @@ def _grouped(
     completions: Sequence[Any],
     task_id: Sequence[str],
     environments: Sequence[CompoWorldEnv],
-    log_metric: Any = None,
+    kwargs: dict[str, Any],
 ) -> list[float]:
-    _log_calls(environments, log_metric)
-    rows = _matrices(environments, completions)
+    _log_calls(environments, kwargs.get("log_metric"))
+    rows = _scored(environments, completions, kwargs.get("prompts"))
     rewards = [0.0] * len(rows)
     for indices in _groups(task_id).values():
         passes = [rows[i][0] for i in indices]
@@ -217,21 +312,21 @@ def cfrr_reward(
     completions: Sequence[Any], task_id: Sequence[str], environments: Sequence[CompoWorldEnv], **kwargs: Any
 ) -> list[float]:
     """TRL reward function: CFRR over each group of rollouts of one task."""
-    return _grouped("cfrr", completions, task_id, environments, kwargs.get("log_metric"))
+    return _grouped("cfrr", completions, task_id, environments, kwargs)
 
 
 def rubric_reward(
     completions: Sequence[Any], task_id: Sequence[str], environments: Sequence[CompoWorldEnv], **kwargs: Any
 ) -> list[float]:
     """TRL reward function: the plain weighted rubric fraction (net of negative criteria)."""
-    return _grouped("rubric", completions, task_id, environments, kwargs.get("log_metric"))
+    return _grouped("rubric", completions, task_id, environments, kwargs)
 
 
 def success_reward(
     completions: Sequence[Any], task_id: Sequence[str], environments: Sequence[CompoWorldEnv], **kwargs: Any
 ) -> list[float]:
     """TRL reward function: 1 when every criterion passes."""
-    return _grouped("success", completions, task_id, environments, kwargs.get("log_metric"))
+    return _grouped("success", completions, task_id, environments, kwargs)
 
 
 def grpo_rows(tasks: Sequence[Task]) -> list[dict[str, Any]]:
@@ -263,8 +358,14 @@ def train_grpo(
     sft_data: list[str] | None = None,
     temperature: float = 1.0,
     max_tasks: int | None = None,
+    store: str | Path = "runs/runs.db",
+    run: str | None = None,
 ) -> dict[str, Any]:
     """One GRPO run with TRL: the gateway environment, rubric rewards grouped by task.
+
+    Every rollout the reward function scores is recorded into the run store ``store`` (the harness's default, so
+    ``compoworld report <run>`` finds it) as a trajectory of run ``run`` (default: the name of ``output_dir``), with
+    its calls and per-criterion results: a GRPO run is reported and exported to SFT like any other run.
 
     ``model="tiny"`` builds the local smoke model with random weights (its tokenizer is trained on ``sft_data`` or
     on the prompts); it emits no tool calls. A tiny model warmed up by ``train_sft(..., env_tools=True)`` does.
@@ -316,6 +417,19 @@ def train_grpo(
         save_strategy="no",
         max_tool_calling_iterations=max_tool_calling_iterations,
     )
+    config = {
+        "trainer": "grpo",
+        "model": model,
+        "reward": reward,
+        "num_generations": num_generations,
+        "max_steps": max_steps,
+        "learning_rate": learning_rate,
+        "temperature": temperature,
+        "surface": "gateway",
+    }
+    run_name = run or Path(output_dir).name
+    previous = CompoWorldEnv.recording
+    CompoWorldEnv.recording = RolloutRecording(RunStore(store), run_name, model, config)
     trainer = GRPOTrainer(
         model=network,
         reward_funcs=[rewards],
@@ -325,6 +439,15 @@ def train_grpo(
         environment_factory=CompoWorldEnv,
         peft_config=peft_config,
     )
-    trainer.train()
+    try:
+        trainer.train()
+    finally:
+        CompoWorldEnv.recording = previous
     trainer.save_model(output_dir)
-    return {"log": [dict(h) for h in trainer.state.log_history], "tasks": len(tasks), "output_dir": output_dir}
+    return {
+        "log": [dict(h) for h in trainer.state.log_history],
+        "tasks": len(tasks),
+        "output_dir": output_dir,
+        "store": str(store),
+        "run": run_name,
+    }

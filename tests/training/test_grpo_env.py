@@ -3,13 +3,29 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 
+from harness.env import function_spec
+from harness.export import export_sft
+from harness.store import RunStore
+from hub.surfaces import GATEWAY_TOOLS
 from taskgen.generate import generate
 from taskgen.task import Task, resolve
 from tests.conftest import full_hub
-from training.grpo import CompoWorldEnv, cfrr_reward, env_tool_schemas, grpo_rows, rubric_reward, success_reward
+from training.grpo import (
+    CompoWorldEnv,
+    RolloutRecording,
+    cfrr_reward,
+    env_tool_schemas,
+    grpo_rows,
+    rubric_reward,
+    success_reward,
+)
+from training.rewards import cfrr
 
 
 @pytest.fixture(scope="module")
@@ -19,7 +35,7 @@ def tasks() -> list[Task]:
 
 
 def _solve(env: CompoWorldEnv, task: Task) -> None:
-    envelopes = []
+    envelopes: list[Any] = []
     for step in task.plan:
         envelopes.append(json.loads(env.call_tool(step.tool, resolve(step.arguments, envelopes))))
 
@@ -27,14 +43,16 @@ def _solve(env: CompoWorldEnv, task: Task) -> None:
 def test_reset_opens_the_task_world_and_tools_are_the_gateway(tasks: list[Task]) -> None:
     env = CompoWorldEnv()
     row = grpo_rows(tasks)[0]
-    assert env.reset(**row) is None  # TRL would append a returned text to the prompt, which has the instruction
+    assert env.reset(**row) is None  # type: ignore[func-returns-value]  # TRL would append a returned text to the prompt, which has the instruction
     assert tasks[0].instruction in row["prompt"][-1]["content"]
     services = json.loads(env.list_services())["data"]["services"]
     assert {s["name"] for s in services} == set(tasks[0].mounted)
     first = tasks[0].plan[0].tool
     assert json.loads(env.describe_tool(first))["data"]["name"] == first
     assert json.loads(env.call_tool("nope__x", {}))["error"]["code"] == 404
-    assert env.calls == ["list_services", "describe_tool", "call_tool"] and env.errors == 1
+    assert [c.name for c in env.calls] == ["list_services", "describe_tool", "call_tool"] and env.errors == 1
+    # Recorded by the harness's environment, like any episode's calls: a meta-tool, or the service tool behind it.
+    assert [c.kind for c in env.calls] == ["meta", "meta", "meta"] and env.calls[2].envelope["error"]["code"] == 404
     env.reset(**row)
     assert env.calls == [] and env.errors == 0
     public = [m for m in dir(env) if not m.startswith("_") and callable(getattr(env, m))]
@@ -72,3 +90,98 @@ def test_env_tool_schemas_are_what_trl_renders_for_the_environment() -> None:
     assert (
         call_tool["required"] == ["tool_name", "arguments"] and call_tool["properties"]["arguments"]["type"] == "object"
     )
+    # The descriptions are the gateway's own: TRL renders them from docstrings made from the gateway's specs.
+    gateway = {t.name: t for t in GATEWAY_TOOLS}
+    for schema in schemas:
+        spec = gateway[schema["function"]["name"]]
+        assert schema["function"]["description"] == spec.description
+        properties = schema["function"]["parameters"].get("properties", {})
+        assert {n: p["description"] for n, p in properties.items()} == {
+            n: p["description"] for n, p in spec.input_schema.get("properties", {}).items()
+        }
+
+
+@pytest.fixture
+def recording(tmp_path: Path) -> Iterator[RolloutRecording]:
+    recording = RolloutRecording(RunStore(tmp_path / "runs.db"), "grpo-test", "models/tiny-warm", {"trainer": "grpo"})
+    CompoWorldEnv.recording = recording
+    yield recording
+    CompoWorldEnv.recording = None
+
+
+def _completion(env: CompoWorldEnv, text: str) -> list[dict[str, Any]]:
+    """A completion as TRL builds it with an environment: each call, its tool answer, then the final text."""
+    messages: list[dict[str, Any]] = []
+    for call in env.calls:
+        function = {"name": call.name, "arguments": call.arguments}
+        messages.append(
+            {"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": function}]}
+        )
+        messages.append({"role": "tool", "name": call.name, "content": json.dumps(call.envelope)})
+    return [*messages, {"role": "assistant", "content": text}]
+
+
+def _group(task: Task, row: dict[str, Any]) -> tuple[list[CompoWorldEnv], list[Any]]:
+    envs, completions = [], []
+    for solved in (True, False, False):
+        env = CompoWorldEnv()
+        env.reset(**row)
+        env.list_services()
+        if solved:
+            _solve(env, task)
+        else:
+            env.call_tool("nope__x", {})
+        report = json.dumps(task.expected_report if solved else {})
+        envs.append(env)
+        completions.append(_completion(env, f"Done.\n{report}"))
+    return envs, completions
+
+
+def test_scored_rollouts_are_recorded_in_the_run_store_and_export_to_sft(
+    tasks: list[Task], recording: RolloutRecording, tmp_path: Path
+) -> None:
+    task, row = tasks[0], grpo_rows(tasks)[0]
+    envs, completions = _group(task, row)
+    ids, prompts = [task.id] * 3, [row["prompt"]] * 3
+    rewards = cfrr_reward(completions, ids, envs, prompts=prompts)
+    success_reward(completions, ids, envs, prompts=prompts)  # a second reward function records nothing again
+    store = recording.store
+    episodes = store.episodes("grpo-test")
+    assert [(e["agent"], e["surface"], e["rollout"]) for e in episodes] == [
+        ("grpo:tiny-warm", "gateway", i) for i in range(3)
+    ]
+    solved, failed, _ = list(store.trajectories("grpo-test"))
+    # Every call, recorded as the harness records an episode's: the meta-tool, the service tool behind it, the diff.
+    assert [c.name for c in solved.tool_calls] == ["list_services"] + ["call_tool"] * len(task.plan)
+    assert [c.tool for c in solved.tool_calls[1:]] == [s.tool for s in task.plan]
+    assert any(c.diff for c in solved.tool_calls if c.kind == "write")
+    assert failed.tool_calls[-1].envelope["error"]["code"] == 404 and failed.n_errors == 1
+    assert len(store.steps("grpo-test")) == sum(len(e.calls) for e in envs)
+    # The conversation (prompt and completion), the report, the offered tools and the scores.
+    assert [m["role"] for m in solved.messages[:2]] == ["system", "user"] and solved.messages[-1]["role"] == "assistant"
+    assert solved.report == task.expected_report and solved.tools == [function_spec(t) for t in GATEWAY_TOOLS]
+    assert solved.success and solved.net_score == 1.0 and not failed.success and failed.net_score == 0.0
+    # CFRR is what the stored per-criterion results give.
+    criteria = store.criteria("grpo-test")
+    passes = [
+        [
+            float(c["passed"])
+            for c in sorted(criteria, key=lambda c: c["criterion_id"])
+            if c["episode_id"] == e["id"] and not c["negative"]
+        ]
+        for e in episodes
+    ]
+    weights = [c.weight for c in sorted(solved.criteria, key=lambda c: c.id) if not c.negative]
+    assert rewards == pytest.approx(cfrr(passes, weights))
+    # A later step's group of the same task continues the numbering.
+    envs, completions = _group(task, row)
+    rubric_reward(completions, ids, envs, prompts=prompts)
+    assert [e["rollout"] for e in store.episodes("grpo-test")] == list(range(6))
+    # The harness's SFT export reads them from the store (tools included): the solved rollouts only.
+    out = tmp_path / "sft.jsonl"
+    assert export_sft(store, "grpo-test", out) == 1  # the two solved rollouts have the same messages
+    record = json.loads(out.read_text().splitlines()[0])
+    assert record["meta"]["src"] == "compoworld/grpo:tiny-warm" and record["meta"]["discover_mode"] == "gateway"
+    assert [t["function"]["name"] for t in record["tools"]] == [t.name for t in GATEWAY_TOOLS]
+    assert record["meta"]["n_real_tool_calls"] == len(task.plan)
+    assert any(m.get("tool_calls") for m in record["messages"])
