@@ -143,22 +143,7 @@ def _chain(workflows: Workflows, flow: Flow, rng: random.Random) -> bool:
     if not options:
         return False
     pattern, record = rng.choice(options)
-    mark, checked, mentions = len(flow.steps), dict(flow.checked), dict(flow.mentions)
-    tolerated = list(flow.tolerated)
-    extra, original = list(flow.mounted_extra), flow.world
-    flow.world = original.fork()
-    flow.stages.append(Stage(pattern, record, chained=True))
-    try:
-        _run_stage(workflows, flow, rng, None)
-    except WalkError:
-        flow.world.close()
-        flow.world = original
-        flow.stages.pop()
-        del flow.steps[mark:]
-        flow.checked, flow.mentions, flow.mounted_extra, flow.tolerated = checked, mentions, extra, tolerated
-        return False
-    flow.retired.append(original)
-    return True
+    return _staged(workflows, flow, Stage(pattern, record, chained=True), rng)
 
 
 def _repeat(workflows: Workflows, flow: Flow, rng: random.Random) -> bool:
@@ -182,10 +167,21 @@ def _repeat(workflows: Workflows, flow: Flow, rng: random.Random) -> bool:
         return False
     record = rng.choice(options)
     record.entity = first.trigger.entity
+    if not _staged(workflows, flow, Stage(first.pattern, record, model=first), rng):
+        return False
+    flow.references.append({"service": record.service, "value": str(record.anchor), "qualifier": None})
+    flow.given.append(record.anchor)
+    return True
+
+
+def _staged(workflows: Workflows, flow: Flow, stage: Stage, rng: random.Random) -> bool:
+    """Run ``stage`` as the flow's next one in a fork of its world; when it cannot be completed,
+    the flow is left exactly as it was and False is returned."""
     mark, checked, mentions = len(flow.steps), dict(flow.checked), dict(flow.mentions)
     tolerated, extra, original = list(flow.tolerated), list(flow.mounted_extra), flow.world
+    references, given = list(flow.references), list(flow.given)
     flow.world = original.fork()
-    flow.stages.append(Stage(first.pattern, record, model=first))
+    flow.stages.append(stage)
     try:
         _run_stage(workflows, flow, rng, None)
     except WalkError:
@@ -194,10 +190,9 @@ def _repeat(workflows: Workflows, flow: Flow, rng: random.Random) -> bool:
         flow.stages.pop()
         del flow.steps[mark:]
         flow.checked, flow.mentions, flow.mounted_extra, flow.tolerated = checked, mentions, extra, tolerated
+        flow.references, flow.given = references, given
         return False
     flow.retired.append(original)
-    flow.references.append({"service": record.service, "value": str(record.anchor), "qualifier": None})
-    flow.given.append(record.anchor)
     return True
 
 
