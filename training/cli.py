@@ -158,9 +158,18 @@ def train_grpo_cmd(
     max_tool_calling_iterations: Annotated[int, typer.Option(help="Tool-calling turns per rollout.")] = 12,
     max_tasks: Annotated[int | None, typer.Option(help="Use the first N tasks of the file only.")] = None,
     lora: Annotated[bool, typer.Option("--lora", help="Train LoRA adapters (peft).")] = False,
+    store: Annotated[
+        Path, typer.Option("--store", help="SQLite run store that records every rollout (as `compoworld run`).")
+    ] = Path("runs/runs.db"),
+    run_name: Annotated[
+        str | None, typer.Option("--run", help="Run name of the recorded rollouts (default: the output's name).")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the logged metrics as JSON.")] = False,
 ) -> None:
-    """GRPO with tool calls into task worlds (TRL GRPOTrainer + environment_factory, CFRR reward)."""
+    """GRPO with tool calls into task worlds (TRL GRPOTrainer + environment_factory, CFRR reward).
+
+    Every rollout is recorded into the run store as a trajectory: `compoworld report <run>` and
+    `compoworld export sft <run>` read it like any other run."""
     import json
 
     from training.grpo import train_grpo
@@ -178,11 +187,16 @@ def train_grpo_cmd(
         lora=lora,
         temperature=temperature,
         max_tasks=max_tasks,
+        store=store,
+        run=run_name,
     )
     if as_json:
         print(json.dumps(result))
     else:
-        typer.echo(f"trained {max_steps} GRPO steps on {result['tasks']} tasks; saved to {result['output_dir']}")
+        typer.echo(
+            f"trained {max_steps} GRPO steps on {result['tasks']} tasks; saved to {result['output_dir']}; "
+            f"rollouts in run {result['run']!r} of {result['store']}"
+        )
 
 
 def main() -> None:

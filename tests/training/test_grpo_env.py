@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.console import Console
 
 from harness.env import function_spec
 from harness.export import export_sft
+from harness.metrics import summary
+from harness.report import print_report
 from harness.store import RunStore
 from hub.surfaces import GATEWAY_TOOLS
 from taskgen.generate import generate
@@ -177,6 +181,12 @@ def test_scored_rollouts_are_recorded_in_the_run_store_and_export_to_sft(
     envs, completions = _group(task, row)
     rubric_reward(completions, ids, envs, prompts=prompts)
     assert [e["rollout"] for e in store.episodes("grpo-test")] == list(range(6))
+    # The harness's report reads them like any run's episodes (one rollout of each group succeeds).
+    figures = summary(store, "grpo-test")["grpo:tiny-warm"]
+    assert figures["episodes"] == 6 and figures["success_rate"] == pytest.approx(2 / 6)
+    printed = io.StringIO()
+    print_report(store, "grpo-test", Console(file=printed, width=200))
+    assert "grpo:tiny-warm" in printed.getvalue()
     # The harness's SFT export reads them from the store (tools included): the solved rollouts only.
     out = tmp_path / "sft.jsonl"
     assert export_sft(store, "grpo-test", out) == 1  # the two solved rollouts have the same messages

@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -44,7 +45,7 @@ def test_warm_up_rows_render_grpo_prompts_that_the_tiny_tokenizer_keeps_short(sf
     from training.sft import load_sft_dataset, sft_rows
     from training.tiny import rendered_texts, tiny_tokenizer
 
-    tools = env_tool_schemas()
+    tools: list[Any] = env_tool_schemas()
     warm = load_sft_dataset(sft_file, tools=tools, turns=1)
     assert [[m["role"] for m in r["messages"]] for r in warm] == [["system", "user", "assistant"]] * 8
     assert all(json.loads(r["tools"]) == tools for r in warm)
@@ -147,6 +148,8 @@ def test_train_grpo_command_runs_a_step_with_the_environment_and_cfrr(
             "2",
             "--temperature",
             "0.7",
+            "--store",
+            str(tmp_path / "runs.db"),
             "--json",
         ],
         capture_output=True,
@@ -162,3 +165,12 @@ def test_train_grpo_command_runs_a_step_with_the_environment_and_cfrr(
     assert step["env/gateway_calls"] == pytest.approx(step["tools/call_frequency"])
     # The rollouts were scored on the rubric and rewarded by CFRR (and the environment's rubric score is logged).
     assert "rewards/cfrr_reward/mean" in step and "rewards/CompoWorldEnv/mean" in step
+    # Each rollout is in the run store (run named after the output) with its calls and per-criterion results.
+    from harness.store import RunStore
+
+    store = RunStore(tmp_path / "runs.db")
+    trajectories = list(store.trajectories("grpo"))
+    assert len(trajectories) == 2 and {t.agent for t in trajectories} == {f"grpo:{warm_model[0].name}"}
+    assert all(t.criteria and t.tools for t in trajectories)
+    calls = sum(len(t.tool_calls) for t in trajectories)
+    assert calls == pytest.approx(2 * step["env/gateway_calls"]) and len(store.steps("grpo")) == calls
