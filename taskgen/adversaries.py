@@ -271,7 +271,8 @@ def run_panel(
                 calls, report = alone[name](world)
             if start is None and not calls and not report:
                 # nothing changed and nothing reported: the do-nothing world the null gate scored 0
-                out.append(Attempt(name, ScoreResult(score=0.0, net_score=0.0, success=False, criteria=[]), 0, False))
+                zero = ScoreResult(score=0.0, net_score=0.0, success=False, criteria=[])
+                out.append(Attempt(name, zero, 0, changed))  # ("changed" is about oracle-plus attempts)
                 continue
             result: ScoreResult = world.score(task.rubric, report=report, services=task.mounted)
             if start is not None and (not calls or result.net_score > MAX_NET):
