@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
 from hub.registry import Registry, ServiceEntry, ToolEntry
-from hub.rubric import Rubric
+from hub.rubric import Rubric, ScoreResult
 from hub.rubric import score as score_rubric
 from servers.framework import Envelope, Service, ServiceState, error
 from servers.state import Change, diff, peeking, snapshot, stable_hash
@@ -370,9 +370,15 @@ class World(Generic[HostT]):
         with self._lock:
             return {name: self.slot(name).snapshot() for name in names}
 
-    def score(self, rubric: Any, report: Mapping[str, Any] | None = None, services: Iterable[str] | None = None) -> Any:
-        """Score this world's current state (and the agent's report) against a rubric; with
-        ``services``, only those are looked at (every service the rubric names must be one)."""
+    def score(
+        self,
+        rubric: Rubric | Mapping[str, Any],
+        report: Mapping[str, Any] | None = None,
+        services: Iterable[str] | None = None,
+    ) -> ScoreResult:
+        """Score this world's current state (and the agent's report) against a rubric (a model, or
+        its JSON, validated first); with ``services``, only those are looked at (every service the
+        rubric names must be one)."""
         parsed = rubric if isinstance(rubric, Rubric) else Rubric.model_validate(rubric)
         return score_rubric(parsed, self.initial_states(services), self.states(services), report)
 
