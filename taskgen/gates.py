@@ -150,17 +150,10 @@ def _fails_alone(
             if arguments != resolve(step.arguments, envelopes):
                 return False
             seen.append(envelopes[len(seen)])
-        final = {service: variant.slot(service).snapshot()}
+        final = variant.slot(service).snapshot()
     finally:
         variant.close()
-    for criterion in positives:
-        if (
-            isinstance(criterion, STATE_CRITERIA)
-            and criterion.service == service
-            and not check(criterion, initial, final, task.expected_report).passed
-        ):
-            return round((total - criterion.weight) / total, 6) < 1.0
-    return False
+    return _fails_on(task, service, final, initial, positives, total)
 
 
 def _before(hub: Hub, task: Task, index: int, start: World) -> Any:
@@ -182,7 +175,15 @@ def _fails_without(
         entry = hub.registry.tools[step.tool]
         if entry.service == service and entry.kind == "write":
             return False  # the service may change again after the dropped step
-    final = {service: before}
+    return _fails_on(task, service, before, initial, positives, total)
+
+
+def _fails_on(
+    task: Task, service: str, state: Any, initial: Mapping[str, Any], positives: list[Any], total: float
+) -> bool:
+    """Whether, with ``service`` ending in ``state``, some positive criterion on it fails and so the
+    score surely stays below 1.0 (the other services' criteria cannot make up its weight)."""
+    final = {service: state}
     for criterion in positives:
         if not isinstance(criterion, STATE_CRITERIA) or criterion.service != service:
             continue

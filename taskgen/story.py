@@ -94,7 +94,7 @@ def compose_flow(flow: Flow, task_id: str, seed: int, rng: random.Random, distra
     for number, criterion in enumerate(criteria, 1):
         criterion["id"] = f"c{number}"
     _refer_to_created(criteria, origin, steps)
-    reports = _report(flow, system, rng)
+    reports = _report(flow, rng)
     expected_report: dict[str, Any] = {}
     for key, value, words, entity, about in reports:
         expected_report[key] = value
@@ -189,11 +189,10 @@ Report = tuple[str, Any, str, str, str]
 record of a batch it is about ("" when the task handles one)."""
 
 
-def _report(flow: Flow, system: dict[str, list[str]], rng: random.Random) -> list[Report]:
+def _report(flow: Flow, rng: random.Random) -> list[Report]:
     """A value the agent can only learn by doing the work: a field of a record a write made that
     the service itself decided (a number it assigned, a total it computed), with its key; for a
     batch, that value for each record handled (one key each)."""
-    del system
     given = {repr(v) for s in flow.steps for v in leaves(s.resolved)} | {repr(v) for v in flow.given}
     options: list[tuple[Done, str, Any]] = []
     for done in flow.all_done:
