@@ -153,11 +153,14 @@ def _repeat(workflows: Workflows, flow: Flow, rng: random.Random) -> bool:
     listing = flow.steps[first.trigger.step]
     needs = workflows.trigger_needs(first.pattern)
     taken = {first.trigger.anchor, *(r["value"] for r in flow.references)}
+    # named the way the first one is (a loan by its item, not one by its item and one by its holder)
+    named_by = next((n for n, v in first.trigger.record.items() if v == first.trigger.anchor), "")
     options = [
         r
         for r in workflows.located(listing)
         if r.anchor
         and r.anchor not in taken
+        and r.record.get(named_by) == r.anchor
         and r.record.get("id") != first.trigger.record.get("id")
         and workflows.in_state(r.record, first.pattern.trigger.state)
         and all(r.fields(role, kind or None) for role, kind in needs)
