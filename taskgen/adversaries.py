@@ -248,9 +248,7 @@ def run_panel(
     names: Iterable[str] = PANEL,
 ) -> list[Attempt]:
     """Every adversary of ``names`` on the task: the oracle-plus ones on forks of ``oracle`` (the
-    world the oracle's plan left), the others in fresh worlds of the task's seed. The task is one
-    that passed the null gate: a fresh-world adversary whose every call failed, reporting nothing,
-    is that do-nothing agent, scored 0 without scoring it again."""
+    world the oracle's plan left), the others in fresh worlds of the task's seed."""
     task, hub = panel.task, panel.hub
     out = []
     for name in names:
@@ -269,11 +267,6 @@ def run_panel(
                     "report_guesser": panel.report_guesser,
                 }
                 calls, report = alone[name](world)
-            if start is None and not calls and not report:
-                # nothing changed and nothing reported: the do-nothing world the null gate scored 0
-                zero = ScoreResult(score=0.0, net_score=0.0, success=False, criteria=[])
-                out.append(Attempt(name, zero, 0, changed))  # ("changed" is about oracle-plus attempts)
-                continue
             result: ScoreResult = world.score(task.rubric, report=report, services=task.mounted)
             if start is not None and (not calls or result.net_score > MAX_NET):
                 # Only an attempt that kept its reward needs the (costlier) look at what it changed.
