@@ -19,7 +19,7 @@ from taskgen.rules import repeat_branch
 from taskgen.walk import WalkError, humanize
 from taskgen.workflow import Workflows
 
-RULE_RATE = 0.85
+RULE_RATE = 0.9
 """Share of stages whose pattern has rules that state one (it holds in about half of them)."""
 CHAIN_RATE = 0.85
 """Chance to go on with another pattern when a stage made a record one starts from."""
