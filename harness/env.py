@@ -6,12 +6,12 @@
 
 Both expose the surface's tools as OpenAI function specs and record every call into the
 trajectory: the name the agent used, the service and tool behind it, the arguments, the envelope,
-the latency and, for writes, the state diff (from the world's recorder).
+the latency and, for writes, the state diff (one record a call, made by the recorder the
+environment owns).
 """
 
 from __future__ import annotations
 
-import time
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -19,9 +19,10 @@ import mcp_types as types
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from harness.trajectory import ToolCall
-from hub.middleware import Recorder, find
+from hub.middleware import Recorder
 from hub.surfaces import GATEWAY_NAMES, Surface, surface_call, surface_tools, world_server
 from hub.world import World
+from servers.framework import Envelope
 from servers.serving import list_all_tools
 
 
@@ -34,46 +35,39 @@ def function_spec(tool: types.Tool) -> dict[str, Any]:
 
 
 class ToolEnv:
-    """Base: the surface's tools and a recording ``call``."""
+    """Base: the surface's tools and a recording ``call``.
+
+    The environment owns the recorder of its world's calls (``recorder``, a fresh one unless given:
+    a continued recording passes one that numbers on): it wraps it around the world and calls
+    through it, so every call is recorded once, and ``calls`` are its records.
+    """
 
     path = "inprocess"
 
-    def __init__(self, world: World, surface: Surface = "direct") -> None:
+    def __init__(self, world: World, surface: Surface = "direct", recorder: Recorder | None = None) -> None:
         self.world = world
         self.surface = surface
-        self.calls: list[ToolCall] = []
-        self._recorder: Recorder = find(world, Recorder)
+        self.recorder = recorder if recorder is not None else Recorder()
+        world.use(self.recorder)
+        self.calls: list[ToolCall] = self.recorder.records
+        self._meta = GATEWAY_NAMES if surface == "gateway" else frozenset()
 
     def tools(self) -> list[dict[str, Any]]:
         return [function_spec(t) for t in surface_tools(self.world, self.surface)]
 
-    def _raw(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    def _raw(self, name: str, arguments: dict[str, Any]) -> Envelope:
         raise NotImplementedError
 
-    def call(self, name: str, arguments: Any) -> dict[str, Any]:
-        """Call a tool of the surface; always an envelope; recorded."""
-        seen = len(self._recorder.records)
-        started = time.perf_counter()
-        envelope = self._raw(name, arguments if isinstance(arguments, dict) else {"__invalid__": arguments})
-        latency = (time.perf_counter() - started) * 1000
-        inner = self._recorder.records[seen] if len(self._recorder.records) > seen else None
-        entry = self.world.hub.registry.tools.get(inner.tool) if inner else None
-        self.calls.append(
-            ToolCall(
-                index=len(self.calls),
-                name=name,
-                service=entry.service if entry else None,
-                tool=entry.qualified if entry else None,
-                kind=entry.kind if entry else ("meta" if name in GATEWAY_NAMES else None),
-                arguments=arguments,
-                envelope=envelope,
-                latency_ms=round(latency, 4),
-                diff=inner.diff if inner else None,
-            )
-        )
-        return envelope
+    def record(self, name: str, arguments: Any) -> ToolCall:
+        """Call a tool of the surface and return its record (the envelope is ``.envelope``)."""
+        sent = arguments if isinstance(arguments, dict) else {"__invalid__": arguments}
+        return self.recorder.record(name, arguments, lambda: self._raw(name, sent), name in self._meta)
 
-    def call_tool(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    def call(self, name: str, arguments: Any) -> Envelope:
+        """Call a tool of the surface; always an envelope; recorded."""
+        return self.record(name, arguments).envelope
+
+    def call_tool(self, tool: str, arguments: dict[str, Any]) -> Envelope:
         """Call a qualified tool whatever the surface (through ``call_tool`` on the gateway)."""
         if self.surface == "gateway":
             return self.call("call_tool", {"tool_name": tool, "arguments": arguments})
@@ -86,11 +80,11 @@ class ToolEnv:
 class InProcessEnv(ToolEnv):
     path = "inprocess"
 
-    def __init__(self, world: World, surface: Surface = "direct") -> None:
-        super().__init__(world, surface)
+    def __init__(self, world: World, surface: Surface = "direct", recorder: Recorder | None = None) -> None:
+        super().__init__(world, surface, recorder)
         self._call = surface_call(world, surface)
 
-    def _raw(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    def _raw(self, name: str, arguments: dict[str, Any]) -> Envelope:
         if self.surface == "direct" and "__invalid__" in arguments:
             return {"success": False, "error": {"code": 400, "message": "arguments must be a JSON object"}}
         return self._call(name, arguments)
@@ -101,8 +95,8 @@ class MCPEnv(ToolEnv):
 
     path = "mcp"
 
-    def __init__(self, world: World, surface: Surface = "direct") -> None:
-        super().__init__(world, surface)
+    def __init__(self, world: World, surface: Surface = "direct", recorder: Recorder | None = None) -> None:
+        super().__init__(world, surface, recorder)
         from mcp import Client
 
         self._portal_cm: AbstractContextManager[BlockingPortal] = start_blocking_portal()
@@ -115,7 +109,7 @@ class MCPEnv(ToolEnv):
     def tools(self) -> list[dict[str, Any]]:
         return [function_spec(t) for t in self._listing]
 
-    def _raw(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    def _raw(self, name: str, arguments: dict[str, Any]) -> Envelope:
         result = self._portal.call(self._client.call_tool, name, arguments)
         structured = result.structured_content
         if isinstance(structured, dict) and "success" in structured:

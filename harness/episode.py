@@ -10,7 +10,6 @@ from harness.agents import Agent, AgentResult
 from harness.env import InProcessEnv, MCPEnv, ToolEnv
 from harness.trajectory import Surface, Trajectory
 from hub.core import Hub
-from hub.middleware import Recorder
 from taskgen.task import Task
 
 
@@ -27,7 +26,6 @@ def run_episode(
     started = time.time()
     world = hub.open_world(services=task.mounted, seed=task.seed)
     try:  # the world is closed whatever the environment, the agent or scoring does
-        world.use(Recorder())
         env: ToolEnv = MCPEnv(world, surface) if path == "mcp" else InProcessEnv(world, surface)
         rng = random.Random(f"episode:{seed}:{task.id}:{agent.name}:{rollout}")
         try:

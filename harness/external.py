@@ -24,11 +24,11 @@ import shlex
 import shutil
 import sys
 import threading
-import time
 from pathlib import Path
 from typing import Any, Literal
 
 from harness.agents import HOUSE_RULES
+from harness.env import InProcessEnv
 from harness.session_store import (
     CALLS_FILE,
     META_FILE,
@@ -48,17 +48,11 @@ from harness.session_store import (
     write_atomic,
 )
 from harness.store import RunStore
-from harness.trajectory import Surface, ToolCall, Trajectory
+from harness.trajectory import Surface, Trajectory
 from hub.core import Hub
 from hub.http import HubHTTP, WorldAccess
 from hub.middleware import Recorder
-from hub.surfaces import (
-    DIRECT_INSTRUCTIONS,
-    GATEWAY_INSTRUCTIONS,
-    GATEWAY_NAMES,
-    surface_call,
-    surface_tools,
-)
+from hub.surfaces import DIRECT_INSTRUCTIONS, GATEWAY_INSTRUCTIONS, surface_tools
 from hub.world import World
 from servers.framework import Envelope
 from servers.serving import LIST_TTL_MS, CallFn, build_server, serve_stdio
@@ -94,10 +88,8 @@ class Session:
         self.dir = session_dir
         self.store = store
         self.meta = meta
-        self.recorder = Recorder()
-        world.use(self.recorder)
-        self._call = surface_call(world, surface)
-        self._next = first_index
+        # Calls go through one environment, whose recorder numbers on from the recorded calls.
+        self.env = InProcessEnv(world, surface, Recorder(first_index=first_index))
         self._lock = threading.Lock()
         self._owner = owner
         self._calls = open(store / CALLS_FILE, "a", encoding="utf-8")  # noqa: SIM115 - lives with the session
@@ -109,25 +101,7 @@ class Session:
     def call(self, name: str, arguments: dict[str, Any]) -> Envelope:
         """Call ``name`` on the surface and record it before the client sees the answer."""
         with self._lock:
-            seen = len(self.recorder.records)
-            started = time.perf_counter()
-            envelope = self._call(name, arguments)
-            latency = (time.perf_counter() - started) * 1000
-            inner = self.recorder.records[seen] if len(self.recorder.records) > seen else None
-            entry = self.world.hub.registry.tools.get(inner.tool) if inner else None
-            meta = self.surface == "gateway" and name in GATEWAY_NAMES
-            record = ToolCall(
-                index=self._next,
-                name=name,
-                service=entry.service if entry else None,
-                tool=entry.qualified if entry else None,
-                kind=entry.kind if entry else ("meta" if meta else None),
-                arguments=arguments,
-                envelope=envelope,
-                latency_ms=round(latency, 4),
-                diff=inner.diff if inner else None,
-            )
-            self._next += 1
+            record = self.env.record(name, arguments)
             # The world goes first: a kill between the writes leaves the effect scored, never a
             # recorded call whose effect is missing (and the agent's view is rebuilt on restart).
             if record.diff:
@@ -136,7 +110,7 @@ class Session:
             self._calls.flush()
             self._view.write(agent_view(record))
             self._view.flush()
-            return envelope
+            return record.envelope
 
     def close(self) -> None:
         self._calls.close()

@@ -1,8 +1,9 @@
 """Trajectories: everything one episode did, as data.
 
 The chat messages are in OpenAI format (what SFT export and the published CompoWorld data use);
-every tool call the agent made is also kept as a structured record with the service, the
-arguments, the envelope, the latency and, for writes, the state diff.
+every tool call the agent made is also kept as a structured record
+(:class:`hub.middleware.ToolCall`, made once by the recorder its environment owns) with the
+service, the arguments, the envelope, the latency and, for writes, the state diff.
 """
 
 from __future__ import annotations
@@ -11,31 +12,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from hub.middleware import ToolCall  # the one call record (the world's recorder makes it)
 from hub.rubric import CriterionResult
-from servers.state import Change
 
 Surface = Literal["direct", "gateway"]
 FinishReason = Literal["completed", "max_turns", "error", "no_action", "timeout"]
-
-
-class ToolCall(BaseModel):
-    """One call the agent made through its surface."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    index: int
-    name: str  # what the agent called: a qualified tool, or a gateway meta-tool
-    service: str | None  # the service behind it (None for discovery calls)
-    tool: str | None  # the qualified tool behind it
-    kind: Literal["read", "write", "meta"] | None
-    arguments: Any
-    envelope: dict[str, Any]
-    latency_ms: float
-    diff: list[Change] | None = None
-
-    @property
-    def ok(self) -> bool:
-        return bool(self.envelope.get("success"))
 
 
 class Trajectory(BaseModel):

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hub.core import Hub
-from hub.middleware import CallRecord, Recorder
+from hub.middleware import Recorder, ToolCall
 from hub.world import World
 from servers.framework import error
 from taskgen.task import PlanStep, resolve
@@ -20,7 +20,7 @@ class OracleRun:
 
     world: World
     envelopes: list[dict[str, Any]]
-    records: list[CallRecord]
+    records: list[ToolCall]
     checkpoints: dict[int, World]
 
 
@@ -61,7 +61,7 @@ def continue_plan(
     wanted = set(checkpoints)
     forks: dict[int, World] = {}
     envelopes = list(envelopes)
-    records: list[CallRecord] = []
+    records: list[ToolCall] = []
     for index, step in enumerate(plan[start:], start):
         if index in wanted:
             forks[index] = world.checkpoint()

@@ -25,7 +25,6 @@ from harness.env import InProcessEnv
 from harness.store import RunStore
 from harness.trajectory import FinishReason, ToolCall, Trajectory
 from hub.core import Hub
-from hub.middleware import Recorder
 from hub.rubric import ScoreResult
 from hub.surfaces import GATEWAY_TOOLS
 from hub.world import World
@@ -121,8 +120,8 @@ def _gateway_docstring(name: str) -> str:
 class CompoWorldEnv:
     """One rollout's world; public methods are the gateway's meta-tools (TRL turns them into tools).
 
-    A thin adapter over the harness's environment: ``reset`` opens the task's world with a
-    :class:`hub.middleware.Recorder` and an :class:`harness.env.InProcessEnv` on its gateway surface, and every
+    A thin adapter over the harness's environment: ``reset`` opens the task's world and an
+    :class:`harness.env.InProcessEnv` on its gateway surface (which owns the world's recorder), and every
     meta-tool call goes through that environment, so a rollout's calls are recorded as the
     harness's ``ToolCall`` records, exactly like a harness episode's.
     """
@@ -170,7 +169,6 @@ class CompoWorldEnv:
         raw = row["task"]
         self.task = Task.model_validate(json.loads(raw) if isinstance(raw, str) else raw)
         self.world = self.shared_hub().open_world(services=self.task.mounted, seed=self.task.seed)
-        self.world.use(Recorder())
         self.env = InProcessEnv(self.world, "gateway")
         self.started_at = time.time()
         self.recorded = False

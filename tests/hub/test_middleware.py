@@ -6,6 +6,7 @@ from typing import Any
 
 from hub.core import Hub
 from hub.middleware import FaultConfig, FaultInjector, Recorder, find
+from hub.surfaces import gateway_call
 from servers.registry import get_service
 
 CALLS: list[tuple[str, dict[str, Any]]] = [
@@ -69,3 +70,16 @@ def test_schema_drift_renames_a_result_field() -> None:
     fault = find(world, Recorder).records[0].fault
     old, new = fault["renamed"]
     assert new == f"{old}_v2" and new in envelope["data"] and old not in envelope["data"]
+
+
+def test_a_surface_call_is_one_record_of_the_tool_behind_it() -> None:
+    world = Hub.native([get_service("email")]).open_world(seed=1)
+    recorder = Recorder()
+    world.use(recorder)
+    args = {"tool_name": "email__send_message", "arguments": {"to": ["a@b.co"], "subject": "s", "body": "b"}}
+    sent = recorder.record("call_tool", args, lambda: gateway_call(world, "call_tool", args), meta=True)
+    listed = recorder.record("list_services", {}, lambda: gateway_call(world, "list_services", {}), meta=True)
+    assert recorder.records == [sent, listed]
+    assert (sent.name, sent.service, sent.tool, sent.kind) == ("call_tool", "email", "email__send_message", "write")
+    assert sent.envelope["success"] and any(c.path.startswith("/messages/") for c in sent.diff or [])
+    assert (listed.index, listed.service, listed.tool, listed.kind, listed.diff) == (1, None, None, "meta", None)
