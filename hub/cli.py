@@ -67,11 +67,12 @@ def build_hub(
     extra: list[ServiceEntry] = []
     simulated: dict[str, object] = {}
     if config is not None:
-        from hub.external import external_entry, load_config
+        from hub.external import load_config
+        from hub.fastmcp_mount import config_entry
 
         loaded = load_config(config)
         chosen = chosen or loaded["services"]
-        extra = [external_entry(c) for c in loaded["external"]]
+        extra = [config_entry(c) for c in loaded["external"]]
         simulated = loaded.get("worldmodel") or {}
     if worldmodel or simulated:
         from worldmodel.catalog import SPECS_DIR, make_backend, simulated_services

@@ -5,6 +5,7 @@ Declared in the hub config (TOML)::
     [[external]]
     name = "weather"                       # service name; tools become weather__<tool>
     command = ["python", "weather.py"]     # or: url = "http://127.0.0.1:9000/mcp"
+                                           # or: fastmcp = "my_tools:mcp" (in process: hub.fastmcp_mount)
     timeout_s = 10                         # per call
     env = { API_MODE = "offline" }
     retry_s = 1                            # first wait before retrying a server that did not start
@@ -83,10 +84,19 @@ class ExternalConfig:
     description: str = ""
     retry_s: float = 1.0
     retry_max_s: float = 60.0
+    fastmcp: str | None = None
+    """``module:attribute`` of a FastMCP server mounted in process (:mod:`hub.fastmcp_mount`)."""
+    state: str | None = None
+    """``module:attribute`` of the per-world state hook of a ``fastmcp`` server."""
 
     def __post_init__(self) -> None:
-        if bool(self.command) == bool(self.url):
-            raise ValueError(f"external server {self.name!r} needs exactly one of 'command' or 'url'")
+        if sum((bool(self.command), bool(self.url), bool(self.fastmcp))) != 1:
+            raise ValueError(
+                f"external server {self.name!r} needs exactly one of 'command' or 'url' "
+                "(a subprocess or HTTP MCP server) or 'fastmcp' (a FastMCP server mounted in process)"
+            )
+        if self.state is not None and not self.fastmcp:
+            raise ValueError(f"external server {self.name!r}: 'state' is only for a 'fastmcp' server")
         if not 0 <= self.retry_s <= self.retry_max_s:
             raise ValueError(f"external server {self.name!r} needs 0 <= retry_s <= retry_max_s")
 
@@ -116,6 +126,8 @@ def load_config(path: str | Path) -> dict[str, Any]:
             "description",
             "retry_s",
             "retry_max_s",
+            "fastmcp",
+            "state",
         }
         if unknown:
             raise ValueError(f"{path}: unknown key(s) {sorted(unknown)} in external server {raw.get('name')!r}")
@@ -144,6 +156,11 @@ class _Loop:
             if cls._instance is None:
                 cls._instance = cls()
             return cls._instance.loop
+
+
+def background_loop() -> asyncio.AbstractEventLoop:
+    """The process's background event loop for MCP servers the hub talks to (started on first use)."""
+    return _Loop.get()
 
 
 class ExternalUnavailable(Exception):
@@ -384,7 +401,7 @@ def _describe(exc: BaseException) -> str:
     """``Type: message`` of an exception, looking inside exception groups (anyio task groups)."""
     if isinstance(exc, BaseExceptionGroup):
         return "; ".join(dict.fromkeys(_describe(e) for e in exc.exceptions))[:500]
-    text = _clean(str(exc))
+    text = clean(str(exc))
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
@@ -440,14 +457,14 @@ def argument_problem(arguments: Any) -> str | None:
 # -- results -----------------------------------------------------------------------------------
 
 
-def _clean(value: Any) -> Any:
+def clean(value: Any) -> Any:
     """``value`` with text that is not valid Unicode (lone surrogates) replaced by U+FFFD."""
     if isinstance(value, str):
         return value if encodable(value) else value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
     if isinstance(value, list):
-        return [_clean(v) for v in value]
+        return [clean(v) for v in value]
     if isinstance(value, dict):
-        return {_clean(k): _clean(v) for k, v in value.items()}
+        return {clean(k): clean(v) for k, v in value.items()}
     if isinstance(value, float) and not math.isfinite(value):
         return None  # JSON has no NaN or infinity
     return value
@@ -455,23 +472,24 @@ def _clean(value: Any) -> Any:
 
 def _malformed(what: str, value: Any) -> Envelope:
     try:
-        shown = json.dumps(_clean(value), ensure_ascii=False, default=repr)
+        shown = json.dumps(clean(value), ensure_ascii=False, default=repr)
     except (TypeError, ValueError):
         shown = repr(value)
     return error(502, f"the external tool answered {what}: {shown[:300]}")
 
 
-def _normalise(structured: dict[str, Any], is_error: bool) -> Envelope:
-    """An envelope from an external server, made valid: exactly the keys an envelope has."""
+def normalise(structured: dict[str, Any], is_error: bool = False) -> Envelope:
+    """An envelope a tool answered (``structured["success"]`` is a bool), made valid: exactly the
+    keys an envelope has (see the module doc)."""
     if structured["success"] is True:
         if is_error:
             return _malformed("success in a result flagged as an error", structured)
-        return {"success": True, "data": _clean(structured.get("data"))}
+        return {"success": True, "data": clean(structured.get("data"))}
     problem = structured.get("error")
     if isinstance(problem, dict):
         code, message = problem.get("code"), problem.get("message")
         if isinstance(code, int) and not isinstance(code, bool) and 400 <= code <= 599 and isinstance(message, str):
-            return error(code, _clean(message))
+            return error(code, clean(message))
     return _malformed("an error envelope without an error code (400-599) and message", structured)
 
 
@@ -490,12 +508,12 @@ def to_envelope(result: types.CallToolResult) -> Envelope:
 def _to_envelope(result: types.CallToolResult) -> Envelope:
     structured = result.structured_content
     if isinstance(structured, dict) and isinstance(structured.get("success"), bool):
-        return _normalise(structured, bool(result.is_error))
-    text = _clean("\n".join(c.text for c in result.content if isinstance(c, types.TextContent)))
+        return normalise(structured, bool(result.is_error))
+    text = clean("\n".join(c.text for c in result.content if isinstance(c, types.TextContent)))
     if result.is_error:
         return error(502, text or "the external tool reported an error")
     if structured is not None:
-        return {"success": True, "data": _clean(structured)}
+        return {"success": True, "data": clean(structured)}
     try:
         return {"success": True, "data": json.loads(text, parse_constant=_no_constants)}
     except ValueError:
@@ -537,7 +555,14 @@ def _service_entry(config: ExternalConfig, server: ExternalServer, tools: list[t
 
 def external_entry(config: ExternalConfig) -> ServiceEntry:
     """Start the server once to list its tools; a server that cannot start is mounted with none
-    for now, and retried later (see the module doc and :func:`external_middleware`)."""
+    for now, and retried later (see the module doc and :func:`external_middleware`).
+
+    A ``fastmcp`` config is mounted in process by :func:`hub.fastmcp_mount.config_entry` instead."""
+    if config.fastmcp:
+        raise ValueError(
+            f"external server {config.name!r} is an in-process FastMCP server: "
+            "mount it with hub.fastmcp_mount.config_entry"
+        )
     server = ExternalServer(config)
     try:
         tools = server.discover()
