@@ -1,15 +1,55 @@
-"""Agents by name: the agent a name and its options build, and the spec that builds it again.
+"""Agents by name: :class:`AgentSpec`, the data that builds an agent, and :func:`make_agent`.
 
-The CLI builds its agents from names (``--agent oracle``); a Ray actor rebuilds the driver's agents
-from their specs, since an agent object does not travel. Both go through :func:`make_agent`.
+The CLI builds its agents from specs (``--agent oracle``), a run stores the specs of its agents in its
+:class:`~harness.config.RunConfig`, and a Ray actor rebuilds the driver's agents from them, since an agent
+object does not travel. All go through :meth:`AgentSpec.build`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from harness.agents import Agent, NullAgent, OracleAgent, RandomAgent
+
+
+class AgentSpec(BaseModel):
+    """What builds one agent: its name and, for the openai agent, the endpoint and sampling options.
+
+    Never an API key: a spec is stored with its run, so the key stays in ``$OPENAI_API_KEY``.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    model: str | None = None
+    base_url: str | None = None
+    max_turns: int = Field(30, ge=1)
+    temperature: float = 0.0
+    max_tokens: int | None = None
+
+    def build(self) -> Agent:
+        """The agent this spec describes (an unknown name raises ``ValueError``)."""
+        if self.name == "openai":
+            return make_agent(
+                self.name,
+                self.model,
+                self.base_url,
+                max_turns=self.max_turns,
+                temperature=self.temperature,
+                max_tokens=self.max_tokens,
+            )
+        return make_agent(self.name, self.model, self.base_url)
+
+    @classmethod
+    def of(cls, agent: Agent) -> AgentSpec:
+        """The spec that builds ``agent`` again. The :class:`Agent` protocol knows a name and a model; the
+        openai agent's endpoint and sampling options are its own attributes."""
+        if agent.name != "openai":
+            return cls(name=agent.name, model=agent.model)
+        options = {key: getattr(agent, key) for key in ("base_url", "max_turns", "temperature", "max_tokens")}
+        return cls(name=agent.name, model=agent.model, **options)
 
 
 def make_agent(name: str, model: str | None = None, base_url: str | None = None, **options: Any) -> Agent:
@@ -29,20 +69,3 @@ def make_agent(name: str, model: str | None = None, base_url: str | None = None,
 
         return OpenAIAgent(model, base_url=base_url, **options)
     raise ValueError(f"unknown agent {name!r}; choose oracle, oracle-recovery, null, random or openai")
-
-
-def agent_spec(agent: Agent) -> dict[str, Any]:
-    """What rebuilds ``agent`` elsewhere with :func:`make_agent`: its name and, for the openai agent,
-    the endpoint."""
-    spec: dict[str, Any] = {"name": agent.name}
-    if agent.name == "openai":
-        spec.update(
-            model=agent.model, base_url=getattr(agent, "base_url", None), max_turns=getattr(agent, "max_turns", 30)
-        )
-    return spec
-
-
-def agent_from_spec(spec: Mapping[str, Any]) -> Agent:
-    """The agent an :func:`agent_spec` describes."""
-    options = {k: v for k, v in spec.items() if k not in ("name", "model", "base_url")}
-    return make_agent(spec["name"], spec.get("model"), spec.get("base_url"), **options)

@@ -75,16 +75,24 @@ def run_cmd(
     max_turns: Annotated[int, typer.Option(help="Turn limit of the openai agent.")] = 30,
 ) -> None:
     """Run agents on tasks; every episode is scored and stored as it finishes (resumable)."""
-    from harness.agent_spec import make_agent
+    from harness.agent_spec import AgentSpec
+    from harness.config import RunConfig
     from harness.runner import run
     from harness.store import RunStore
     from taskgen.generate import default_hub
     from taskgen.task import read_jsonl
 
-    agent = agent or ["oracle"]
     loaded = list(read_jsonl(tasks))[:limit]
     try:
-        agents = [make_agent(a, model, base_url, **({"max_turns": max_turns} if a == "openai" else {})) for a in agent]
+        agents = [
+            AgentSpec(name=a, model=model, base_url=base_url, max_turns=max_turns).build()
+            if a == "openai"
+            else AgentSpec(name=a).build()  # the endpoint options are the openai agent's only
+            for a in agent or ["oracle"]
+        ]
+        config = RunConfig(
+            surface=surface.value, path=path.value, rollouts=rollouts, parallel=parallel, backend=backend.value
+        )
     except ValueError as exc:
         err.print(f"[red]{exc}[/red]")
         raise typer.Exit(2) from None
@@ -94,19 +102,7 @@ def run_cmd(
     total = len(loaded) * len(agents) * rollouts
     with _progress() as progress:
         bar = progress.add_task(f"run {name}", total=total, completed=len([e for e in runs.done(name)]))
-        summary = run(
-            hub,
-            loaded,
-            agents,
-            runs,
-            name,
-            surface.value,
-            path.value,
-            rollouts,
-            parallel,
-            backend=backend.value,
-            on_episode=lambda t: progress.advance(bar),
-        )
+        summary = run(hub, loaded, agents, runs, name, config, on_episode=lambda t: progress.advance(bar))
     err.print(
         f"run {name!r}: {summary.ran} episodes in {summary.seconds:.1f}s ({summary.skipped} already stored) → {store}"
     )
@@ -296,6 +292,7 @@ def demo(
     """The whole pipeline offline: hub → tasks → oracle, null and random agents (and the openai agent
     when $OPENAI_BASE_URL and $COMPOWORLD_MODEL are set) → scores → SFT JSONL → HTML report."""
     from harness.agent_spec import make_agent
+    from harness.config import RunConfig
     from harness.export import export_sft
     from harness.report import print_report, write_html
     from harness.runner import run
@@ -320,7 +317,8 @@ def demo(
     name = f"demo-{seed}"
     with _progress() as progress:
         bar = progress.add_task("running agents", total=len(generation.tasks) * len(agents))
-        run(hub, generation.tasks, agents, store, name, surface.value, on_episode=lambda t: progress.advance(bar))
+        config = RunConfig(surface=surface.value)
+        run(hub, generation.tasks, agents, store, name, config, on_episode=lambda t: progress.advance(bar))
     sft = out / "sft.jsonl"
     count = export_sft(store, name, sft)
     html = write_html(store, name, out / "report.html")

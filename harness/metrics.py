@@ -26,7 +26,6 @@ meta-tools) and criteria without a service (reports) are counted under ``NO_SERV
 
 from __future__ import annotations
 
-import json
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from math import comb
@@ -159,14 +158,11 @@ def summarize(
 
 def agent_order(store: RunStore, run: str) -> list[str]:
     """The agents in the order the run was configured with (empty when unknown)."""
-    for row in store.runs():
-        if row["id"] == run:
-            try:
-                agents = json.loads(row["config"] or "{}").get("agents", [])
-            except (ValueError, AttributeError):
-                return []
-            return [str(a) for a in agents] if isinstance(agents, list) else []
-    return []
+    try:
+        config = store.config(run)
+    except ValueError:  # a config no version of the store wrote: the report still shows every agent
+        return []
+    return config.agent_names if config else []
 
 
 def summary(store: RunStore, run: str) -> dict[str, dict[str, Any]]:

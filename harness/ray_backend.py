@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from harness.agent_spec import agent_from_spec, agent_spec
-from harness.agents import Agent
+from harness.agent_spec import AgentSpec
+from harness.config import RunConfig
 from harness.episode import run_episode
 from harness.jobs import Job
-from harness.trajectory import Surface, Trajectory
+from harness.trajectory import Trajectory
 from hub.core import Hub
 from taskgen.task import Task
 
@@ -38,28 +38,33 @@ class EpisodeActor:
 
         self.hub = default_hub(spec["services"], worldmodel=spec["worldmodel"])
 
-    def run(
-        self, task_json: str, agent: Mapping[str, Any], surface: Surface, path: str, rollout: int, seed: int
-    ) -> str:
+    def run(self, task_json: str, agent_json: str, config_json: str, rollout: int) -> str:
+        """One episode; everything travels as JSON of the driver's models, the trajectory comes back so."""
         task = Task.model_validate_json(task_json)
-        return run_episode(self.hub, task, agent_from_spec(agent), surface, path, rollout, seed).model_dump_json()  # type: ignore[arg-type]
+        agent = AgentSpec.model_validate_json(agent_json).build()
+        config = RunConfig.model_validate_json(config_json)
+        trajectory = run_episode(self.hub, task, agent, config.surface, config.episode_path(), rollout, config.seed)
+        return trajectory.model_dump_json()
 
 
 def run_on_ray(
-    hub: Hub, jobs: list[Job], agents: Mapping[str, Agent], surface: Surface, path: str, seed: int, actors: int
+    hub: Hub, jobs: list[Job], agents: Mapping[str, AgentSpec], config: RunConfig
 ) -> Iterator[tuple[Trajectory, Task]]:
+    """Run ``jobs`` on ``config.parallel`` actors, yielding each scored episode as it finishes."""
     import ray
 
+    actors = max(1, config.parallel)
     if not ray.is_initialized():
-        ray.init(num_cpus=max(1, actors), include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
+        ray.init(num_cpus=actors, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
     remote: Any = ray.remote(EpisodeActor)  # Ray's actor typing does not follow the wrapped class
     spec = hub_spec(hub)
-    pool: list[Any] = [remote.remote(spec) for _ in range(max(1, actors))]
-    specs = {name: agent_spec(agent) for name, agent in agents.items()}
+    pool: list[Any] = [remote.remote(spec) for _ in range(actors)]
+    specs = {name: agent.model_dump_json() for name, agent in agents.items()}
+    config_json = config.model_dump_json()
     pending: dict[Any, Task] = {}
     for number, job in enumerate(jobs):
         actor = pool[number % len(pool)]
-        ref = actor.run.remote(job.task.model_dump_json(), specs[job.agent], surface, path, job.rollout, seed)
+        ref = actor.run.remote(job.task.model_dump_json(), specs[job.agent], config_json, job.rollout)
         pending[ref] = job.task
     while pending:
         ready, _ = ray.wait(list(pending), num_returns=1)

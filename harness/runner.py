@@ -10,17 +10,18 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
 
 import anyio
 import anyio.to_thread
 
+from harness.agent_spec import AgentSpec
 from harness.agents import Agent
+from harness.config import RunConfig
 from harness.episode import run_episode
 from harness.jobs import Job, plan_jobs
 from harness.ray_backend import run_on_ray
 from harness.store import RunStore, episode_id
-from harness.trajectory import Surface, Trajectory
+from harness.trajectory import Trajectory
 from hub.core import Hub
 from taskgen.task import Task
 
@@ -36,48 +37,41 @@ class RunSummary:
 def run(
     hub: Hub,
     tasks: Sequence[Task],
-    agents: Sequence[Agent],
+    agents: Sequence[Agent | AgentSpec],
     store: RunStore,
     run_id: str,
-    surface: Surface = "direct",
-    path: Literal["inprocess", "mcp"] = "inprocess",
-    rollouts: int = 1,
-    parallel: int = 1,
-    seed: int = 0,
-    backend: Literal["local", "ray"] = "local",
+    config: RunConfig | None = None,
     on_episode: Callable[[Trajectory], None] | None = None,
-    config: dict[str, Any] | None = None,
 ) -> RunSummary:
-    """Run every (task, agent, rollout) not yet in the store; store each episode as it finishes."""
+    """Run every (task, agent, rollout) not yet in the store; store each episode as it finishes.
+
+    ``agents`` are agents or the specs that build them; the run stores ``config`` with their specs
+    (``config.agents`` is filled in from ``agents``).
+    """
     started = time.perf_counter()
-    store.start_run(
-        run_id,
-        {
-            "surface": surface,
-            "path": path,
-            "rollouts": rollouts,
-            "seed": seed,
-            "agents": [a.name for a in agents],
-            **(config or {}),
-        },
-        tasks,
-    )
+    config = config or RunConfig()
+    path = config.episode_path()
+    built = [a.build() if isinstance(a, AgentSpec) else a for a in agents]
+    specs = [a if isinstance(a, AgentSpec) else AgentSpec.of(a) for a in agents]
+    config = config.model_copy(update={"agents": specs})
+    store.start_run(run_id, config, tasks)
     done = store.done(run_id)
-    by_name = {a.name: a for a in agents}
+    by_name = {a.name: a for a in built}
+    surface, seed, parallel = config.surface, config.seed, config.parallel
     todo = [
         j
-        for j in plan_jobs(tasks, agents, rollouts)
+        for j in plan_jobs(tasks, built, config.rollouts)
         if episode_id(run_id, j.task.id, j.agent, surface, j.rollout) not in done
     ]
-    skipped = len(tasks) * len(agents) * rollouts - len(todo)
+    skipped = len(tasks) * len(built) * config.rollouts - len(todo)
 
     def finish(trajectory: Trajectory, task: Task) -> None:
         store.add(run_id, trajectory, task)
         if on_episode is not None:
             on_episode(trajectory)
 
-    if backend == "ray":
-        for trajectory, task in run_on_ray(hub, todo, by_name, surface, path, seed, parallel):
+    if config.backend == "ray":
+        for trajectory, task in run_on_ray(hub, todo, {s.name: s for s in specs}, config):
             finish(trajectory, task)
     elif parallel <= 1:
         for job in todo:

@@ -18,12 +18,13 @@ import hashlib
 import json
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import sqlite_utils
 
+from harness.config import RunConfig
 from harness.trajectory import Trajectory
 from taskgen.task import Task
 
@@ -136,9 +137,13 @@ class RunStore:
 
     # -- writing -----------------------------------------------------------------------------
 
-    def start_run(self, run: str, config: dict[str, Any], tasks: Iterable[Task]) -> None:
-        """Record a run and its tasks; resuming a run whose stored tasks carry another rubric version
-        than ``tasks`` is refused, so scores of two rubric semantics never end up in one run."""
+    def start_run(self, run: str, config: RunConfig | Mapping[str, Any], tasks: Iterable[Task]) -> None:
+        """Record a run, its config (a mapping is read as a :class:`RunConfig`) and its tasks; a resumed run keeps
+        the config it started with.
+
+        Resuming a run whose stored tasks carry another rubric version than ``tasks`` is refused, so scores of
+        two rubric semantics never end up in one run."""
+        config = config if isinstance(config, RunConfig) else RunConfig.model_validate(config)
         tasks = list(tasks)
         stored = {
             row["task_id"]: Task.model_validate_json(row["task"]).rubric_version
@@ -151,7 +156,8 @@ class RunStore:
                     f"now has version {task.rubric_version}: start a new run instead of resuming this one"
                 )
         with self._lock, self.db.conn:
-            self.db.table("runs").insert({"id": run, "created": time.time(), "config": json.dumps(config)}, ignore=True)
+            row = {"id": run, "created": time.time(), "config": config.stored_json()}
+            self.db.table("runs").insert(row, ignore=True)
             self.db.table("tasks").insert_all(
                 ({"run_id": run, "task_id": t.id, "task": t.model_dump_json()} for t in tasks), ignore=True
             )
@@ -244,6 +250,11 @@ class RunStore:
 
     def runs(self) -> list[dict[str, Any]]:
         return list(self.db.query("select id, created, config from runs order by created"))
+
+    def config(self, run: str) -> RunConfig | None:
+        """The config ``run`` was started with (runs stored by older versions included); None for no such run."""
+        row = next(self.db.query("select config from runs where id = ?", [run]), None)
+        return None if row is None else RunConfig.stored(row["config"])
 
     def tasks(self, run: str) -> dict[str, Task]:
         rows = self.db.query("select task from tasks where run_id = ?", [run])

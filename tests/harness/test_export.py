@@ -11,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from harness.agent_spec import make_agent
+from harness.config import RunConfig
 from harness.env import function_spec
 from harness.export import export_sft, sft_record
 from harness.runner import run
@@ -32,8 +33,8 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> tuple[Hub, list[Task], Ru
     hub = full_hub()
     tasks = generate(3, seed=6, hub=hub, source="patterns").tasks
     store = RunStore(tmp_path_factory.mktemp("store") / "runs.db")
-    run(hub, tasks, [make_agent("oracle")], store, "r", "direct")
-    run(hub, tasks, [make_agent("oracle-recovery")], store, "r", "gateway")
+    run(hub, tasks, [make_agent("oracle")], store, "r", RunConfig(surface="direct"))
+    run(hub, tasks, [make_agent("oracle-recovery")], store, "r", RunConfig(surface="gateway"))
     return hub, tasks, store
 
 
@@ -69,7 +70,7 @@ def test_an_episode_stored_without_its_tools_gets_them_rebuilt(
 ) -> None:
     _, tasks, store = setup
     old = RunStore(tmp_path / "old.db")
-    old.start_run("old", {}, tasks)
+    old.start_run("old", RunConfig(), tasks)
     trajectory = next(store.trajectories("r"))
     old.add("old", trajectory.model_copy(update={"tools": []}))
     out = tmp_path / "sft.jsonl"
@@ -82,7 +83,7 @@ def test_an_episode_stored_without_its_tools_is_refused_without_a_way_to_rebuild
 ) -> None:
     _, tasks, store = setup
     old = RunStore(tmp_path / "old.db")
-    old.start_run("old", {}, tasks)
+    old.start_run("old", RunConfig(), tasks)
     old.add("old", next(store.trajectories("r")).model_copy(update={"tools": []}))
     with pytest.raises(ValueError, match="without the tools it offered"):
         export_sft(old, "old", tmp_path / "sft.jsonl")

@@ -14,6 +14,7 @@ import pytest
 from rich.console import Console
 
 from harness.agent_spec import make_agent
+from harness.config import RunConfig
 from harness.metrics import pass_at_k, pass_curves, pass_hat_k, score_histogram, summarize, summary
 from harness.report import pick_episode, print_report, write_html
 from harness.runner import run
@@ -39,7 +40,7 @@ def stored(tmp_path_factory: pytest.TempPathFactory) -> Run:
     hub = full_hub()
     tasks = generate(4, seed=4, hub=hub).tasks
     store = RunStore(tmp_path_factory.mktemp("metrics") / "runs.db")
-    run(hub, tasks, [make_agent(name) for name in AGENTS], store, "r1", rollouts=ROLLOUTS)
+    run(hub, tasks, [make_agent(name) for name in AGENTS], store, "r1", RunConfig(rollouts=ROLLOUTS))
     return Run(store, "r1", tasks, summary(store, "r1"))
 
 

@@ -11,14 +11,17 @@ import time
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
-from harness.agent_spec import make_agent
+from harness.agent_spec import AgentSpec, make_agent
+from harness.config import RunConfig
 from harness.runner import run
 from harness.store import RunStore
 from hub.core import Hub
 from taskgen.generate import generate
 from taskgen.task import Task, write_jsonl
 from tests.conftest import full_hub
+from training.cli import app
 
 
 @pytest.fixture(scope="module")
@@ -51,16 +54,39 @@ def test_parallel_and_serial_runs_agree(setup: tuple[Hub, list[Task]], tmp_path:
     hub, tasks = setup
     store = RunStore(tmp_path / "runs.db")
     agents = [make_agent("oracle"), make_agent("random")]
-    run(hub, tasks, agents, store, "serial", rollouts=2)
-    run(hub, tasks, agents, store, "parallel", rollouts=2, parallel=4)
+    run(hub, tasks, agents, store, "serial", RunConfig(rollouts=2))
+    run(hub, tasks, agents, store, "parallel", RunConfig(rollouts=2, parallel=4))
     assert _rows(store, "serial") == _rows(store, "parallel")
+
+
+def test_a_run_stores_its_config_with_the_specs_of_its_agents(setup: tuple[Hub, list[Task]], tmp_path: Path) -> None:
+    hub, tasks = setup
+    store = RunStore(tmp_path / "runs.db")
+    run(
+        hub, tasks[:1], [make_agent("oracle"), AgentSpec(name="null")], store, "r", RunConfig(surface="gateway", seed=4)
+    )
+    agents = [AgentSpec(name="oracle"), AgentSpec(name="null")]
+    assert store.config("r") == RunConfig(surface="gateway", seed=4, agents=agents)
+    assert sorted(e["agent"] for e in store.episodes("r")) == ["null", "oracle"]
+
+
+def test_the_run_command_stores_the_config_its_flags_describe(setup: tuple[Hub, list[Task]], tmp_path: Path) -> None:
+    _, tasks = setup
+    tasks_file, db = tmp_path / "tasks.jsonl", tmp_path / "runs.db"
+    write_jsonl(tasks[:1], tasks_file)
+    flags = ["--tasks", str(tasks_file), "--agent", "null", "--agent", "oracle", "--surface", "gateway"]
+    flags += ["--rollouts", "2", "--parallel", "2", "--max-turns", "7", "--run", "r", "--store", str(db)]
+    result = CliRunner().invoke(app, ["run", *flags])
+    assert result.exit_code == 0, result.output
+    agents = [AgentSpec(name="null"), AgentSpec(name="oracle")]  # --max-turns is the openai agent's only
+    assert RunStore(db).config("r") == RunConfig(surface="gateway", rollouts=2, parallel=2, agents=agents)
 
 
 def test_mcp_path_records_what_the_in_process_path_records(setup: tuple[Hub, list[Task]], tmp_path: Path) -> None:
     hub, tasks = setup
     store = RunStore(tmp_path / "runs.db")
     for path in ("inprocess", "mcp"):
-        run(hub, tasks[:2], [make_agent("oracle")], store, path, surface="gateway", path=path)
+        run(hub, tasks[:2], [make_agent("oracle")], store, path, RunConfig(surface="gateway", path=path))
     one, two = list(store.trajectories("inprocess")), list(store.trajectories("mcp"))
     assert [t.final_hash for t in one] == [t.final_hash for t in two]
     for a, b in zip(one, two, strict=True):
@@ -130,10 +156,10 @@ def test_ray_backend_gives_the_local_scores(setup: tuple[Hub, list[Task]], tmp_p
     hub, tasks = setup
     store = RunStore(tmp_path / "runs.db")
     agents = [make_agent("oracle"), make_agent("null"), make_agent("random")]
-    run(hub, tasks, agents, store, "local", rollouts=2)
+    run(hub, tasks, agents, store, "local", RunConfig(rollouts=2))
     try:
         ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-        summary = run(hub, tasks, agents, store, "ray", rollouts=2, backend="ray", parallel=2)
+        summary = run(hub, tasks, agents, store, "ray", RunConfig(rollouts=2, backend="ray", parallel=2))
     finally:
         ray.shutdown()
     assert summary.ran == len(tasks) * 3 * 2
@@ -147,7 +173,7 @@ def test_sft_export_filters_and_holds_out_whole_tasks(setup: tuple[Hub, list[Tas
 
     hub, tasks = setup
     store = RunStore(tmp_path / "runs.db")
-    run(hub, tasks, [make_agent("oracle"), make_agent("null")], store, "r", rollouts=2)
+    run(hub, tasks, [make_agent("oracle"), make_agent("null")], store, "r", RunConfig(rollouts=2))
     out = tmp_path / "sft.jsonl"
     count = export_sft(store, "r", out, held_out=0.4)
     train = [json.loads(line) for line in out.read_text().splitlines()]

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from harness.agent_spec import make_agent
+from harness.config import RunConfig
 from harness.export import export_sft
 from harness.runner import run
 from harness.store import RunStore
@@ -27,8 +28,8 @@ def ours(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tasks = generate(3, seed=1, hub=hub, source="patterns").tasks
     folder = tmp_path_factory.mktemp("sft")
     store = RunStore(folder / "runs.db")
-    run(hub, tasks, [make_agent("oracle-recovery")], store, "r", "gateway")
-    run(hub, tasks, [make_agent("oracle")], store, "r", "direct")
+    run(hub, tasks, [make_agent("oracle-recovery")], store, "r", RunConfig(surface="gateway"))
+    run(hub, tasks, [make_agent("oracle")], store, "r", RunConfig(surface="direct"))
     export_sft(store, "r", folder / "sft.jsonl")
     return folder / "sft.jsonl"
 
