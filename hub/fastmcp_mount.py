@@ -33,7 +33,8 @@ leaves the state as it was: it is restored from the snapshot taken before the ca
 returns an envelope itself is normalised as an external server's is: :func:`hub.external.normalise`).
 Arguments that fail the tool's validation are a 400 naming the argument; a ``ToolError`` the tool
 raises is a 400 with its message (the tool refused the call); any other exception a 500 naming
-it; a call past ``timeout_s`` a 504. The server's lifespan is not entered (no transport runs).
+it; a call past ``timeout_s`` a 504. The server's lifespan is entered when it is first mounted
+and lasts as long as the process (an in-memory client is held open on the background loop).
 """
 
 from __future__ import annotations
@@ -47,11 +48,12 @@ import importlib
 import inspect
 import json
 import re
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Protocol, runtime_checkable
 
 import mcp_types as types
-from fastmcp import FastMCP
+from fastmcp import Client, FastMCP
 from fastmcp.exceptions import NotFoundError, ToolError, ValidationError
 from fastmcp.tools import ToolResult
 from pydantic import PrivateAttr, model_serializer
@@ -225,7 +227,8 @@ class FastMCPBackend:
         self.loop = background_loop()
         self.kinds: dict[str, str] = {}
 
-    def _run(self, coro: Any, timeout: float) -> Any:
+    def run(self, coro: Any, timeout: float) -> Any:
+        """Run ``coro`` on the background loop and wait for it (``TimeoutError`` after ``timeout``)."""
         future = asyncio.run_coroutine_threadsafe(coro, self.loop)
         try:
             return future.result(timeout)
@@ -264,7 +267,7 @@ class FastMCPBackend:
         except RuntimeError:
             pass  # no loop in this thread: the usual case
         try:
-            result = self._run(self._call(tool, dict(arguments), state), self.timeout_s)
+            result = self.run(self._call(tool, dict(arguments), state), self.timeout_s)
         except TimeoutError:
             return error(504, f"{qualified!r} did not answer within {self.timeout_s:g}s; retry the call")
         except ValidationError as exc:
@@ -278,6 +281,42 @@ class FastMCPBackend:
         except Exception as exc:
             return error(500, f"{qualified!r} failed: {describe(exc)}")
         return result_envelope(result)
+
+
+_LIVE: dict[int, asyncio.Task[None]] = {}
+_LIVE_LOCK = threading.Lock()
+
+
+async def _hold(server: FastMCP[Any], ready: asyncio.Future[None]) -> None:
+    # An in-memory client, held open for the life of the process, is what runs the server's
+    # lifespan (FastMCP counts its users, so a server mounted in many hubs starts it once).
+    try:
+        async with Client(server):
+            ready.set_result(None)
+            await asyncio.Event().wait()
+    except BaseException as exc:
+        if not ready.done():
+            ready.set_exception(exc)
+        raise
+
+
+def start_lifespan(backend: FastMCPBackend) -> None:
+    """Enter the server's lifespan, once per process: its tools see ``ctx.lifespan_context``."""
+    server = backend.server
+
+    async def start() -> None:
+        ready = asyncio.get_running_loop().create_future()
+        _LIVE[id(server)] = asyncio.ensure_future(_hold(server, ready))  # the task is kept alive here
+        await ready
+
+    with _LIVE_LOCK:
+        if id(server) in _LIVE:
+            return
+        try:
+            backend.run(start(), backend.timeout_s)
+        except Exception as exc:
+            _LIVE.pop(id(server), None)
+            raise ValueError(f"FastMCP server {server.name!r} did not start: {describe(exc)}") from None
 
 
 def describe(exc: BaseException) -> str:
@@ -365,12 +404,13 @@ def fastmcp_entry(
         raise TypeError(f"state hook of {name!r} needs create(), snapshot(state) and restore(data) methods")
     text = description or server.instructions or f"FastMCP server {server.name!r}, in process."
     backend = FastMCPBackend(name, server, hook is not None, timeout_s)
+    start_lifespan(backend)
     native = None
     if hook is not None:
         native = HookService(name, hook, category, text)
         native.check()
     tools = []
-    for tool in backend._run(server.list_tools(), timeout_s):
+    for tool in backend.run(server.list_tools(), timeout_s):
         described = tool.to_mcp_tool()
         read_only = bool(described.annotations and described.annotations.read_only_hint)
         qualified = qualify(name, described.name)

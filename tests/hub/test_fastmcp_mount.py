@@ -5,13 +5,15 @@ from __future__ import annotations
 import os
 import re
 import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-from fastmcp import FastMCP
+from fastmcp import Context, FastMCP
 from mcp import Client
 
 from hub.cli import build_hub
@@ -215,6 +217,38 @@ def test_a_hook_state_object_is_seeded_from_the_world_seed() -> None:
     assert seven.call("ledger__append", {"value": 1})["data"] == [7, 1]
     assert eight.call("ledger__append", {"value": 2})["data"] == [8, 2]
     assert seven.snapshot()["services"]["ledger"] == {"entries": [7, 1]}
+
+
+def test_the_server_lifespan_runs_once_and_its_tools_see_it() -> None:
+    started: list[str] = []
+
+    @asynccontextmanager
+    async def lifespan(server: FastMCP[Any]) -> AsyncIterator[dict[str, str]]:
+        started.append(server.name)
+        yield {"greeting": "hello from the lifespan"}
+
+    server = FastMCP("greeter", lifespan=lifespan)
+
+    @server.tool(annotations={"readOnlyHint": True})
+    def greet(ctx: Context) -> str:
+        """The greeting the lifespan set up."""
+        return str(ctx.lifespan_context["greeting"])
+
+    first = Hub.native([], extra=[fastmcp_entry(server)])
+    second = Hub.native([], extra=[fastmcp_entry(server)])
+    for hub in (first, second):
+        assert hub.open_world(seed=0).call("greeter__greet", {})["data"] == "hello from the lifespan"
+    assert started == ["greeter"]
+
+
+def test_a_server_whose_lifespan_fails_is_not_mounted() -> None:
+    @asynccontextmanager
+    async def lifespan(server: FastMCP[Any]) -> AsyncIterator[None]:
+        raise ConnectionError("no database")
+        yield
+
+    with pytest.raises(ValueError, match=r"'broken' did not start: .*no database"):
+        fastmcp_entry(FastMCP("broken", lifespan=lifespan))
 
 
 def test_a_hub_config_mounts_a_fastmcp_server_by_import_path(tmp_path: Path) -> None:
