@@ -199,6 +199,32 @@ def train_grpo_cmd(
         )
 
 
+serve_app = typer.Typer(help="Serve CompoWorld to other frameworks' clients.", no_args_is_help=True)
+app.add_typer(serve_app, name="serve")
+
+
+@serve_app.command("openenv")
+def serve_openenv_cmd(
+    tasks: Annotated[Path, typer.Option(help="Tasks JSONL: reset opens one of these tasks' worlds.")],
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
+    host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
+    store: Annotated[Path, typer.Option(help="SQLite run store that records every episode.")] = Path("runs/runs.db"),
+    run_name: Annotated[str, typer.Option("--run", help="Run name of the recorded episodes.")] = "openenv",
+    model: Annotated[str, typer.Option(help="Policy name; episodes are recorded as agent openenv:<model>.")] = "policy",
+    max_steps: Annotated[int, typer.Option(help="Tool calls per episode; the last one ends it.")] = 100,
+    max_sessions: Annotated[int, typer.Option(help="Concurrent sessions (OpenEnv's max_concurrent_envs).")] = 256,
+) -> None:
+    """An OpenEnv server (needs the openenv extra): reset opens a task's world, step calls a gateway tool or
+    submit_report, and the rubric's reward comes with the step that ends the episode."""
+    import uvicorn
+
+    from training.openenv_server import create_app, load_episodes
+
+    episodes = load_episodes(tasks, store, run_name, model, max_steps)
+    typer.echo(f"OpenEnv server on http://{host}:{port} ({len(episodes.tasks)} tasks; episodes go to {store})")
+    uvicorn.run(create_app(episodes, max_sessions), host=host, port=port, log_level="warning")
+
+
 def main() -> None:
     app()
 
