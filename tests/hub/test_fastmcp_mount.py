@@ -148,10 +148,10 @@ def test_snapshot_restore_fork_and_reset_round_trip_the_hook_state() -> None:
     world = hub.open_world(seed=0)
     world.call("notes__add_note", {"text": "kept"})
     snap, digest = world.snapshot(), world.hash()
-    assert snap["services"]["notes"] == {"notes": [{"id": "n1", "text": "kept", "pinned": False}]}
+    assert snap["services"]["notes"] == {"notes": {"n1": {"id": "n1", "text": "kept", "pinned": False}}}
     branch = world.fork()
     world.call("notes__add_note", {"text": "dropped"})
-    assert branch.call("notes__list_notes", {})["data"] == snap["services"]["notes"]["notes"]
+    assert branch.call("notes__list_notes", {})["data"] == [snap["services"]["notes"]["notes"]["n1"]]
     world.restore(snap)
     assert world.hash() == digest and world.call("notes__list_notes", {})["data"][0]["text"] == "kept"
     reopened = hub.open_world(snapshot=snap)
@@ -159,6 +159,27 @@ def test_snapshot_restore_fork_and_reset_round_trip_the_hook_state() -> None:
     world.reset()
     assert world.call("notes__list_notes", {})["data"] == []
     assert branch.diff()["notes"] and "notes" not in hub.open_world(seed=0).diff()
+
+
+def test_a_rubric_scores_the_hook_state_of_each_world() -> None:
+    hub = _notes_hub()
+    worked, idle = hub.open_world(seed=0), hub.open_world(seed=0)
+    worked.call("notes__add_note", {"text": "Call Pat about the renewal"})
+    rubric = {
+        "criteria": [
+            {
+                "id": "c1",
+                "description": "a note to call Pat",
+                "kind": "record",
+                "service": "notes",
+                "collection": "notes",
+                "contains": {"text": "call pat"},
+                "expect": "created",
+            }
+        ]
+    }
+    assert worked.score(rubric).score == 1.0
+    assert idle.score(rubric).score == 0.0
 
 
 def test_bad_arguments_get_a_400_naming_the_argument_and_change_nothing() -> None:
