@@ -17,10 +17,19 @@ from __future__ import annotations
 import random
 import re
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Literal
 
-from hub.collateral import allowances, units
-from hub.rubric import RUBRIC_VERSION, Rubric, normal_key
+from hub.collateral import Unit, allowances, units
+from hub.rubric import (
+    RUBRIC_VERSION,
+    CollateralCriterion,
+    RecordCriterion,
+    ReportCriterion,
+    Rubric,
+    ServiceUntouchedCriterion,
+    UnchangedCriterion,
+    normal_key,
+)
 from servers.state import Change
 from taskgen.oracle import OracleRun
 from taskgen.task import PlanStep, Task, Transfer, leaves
@@ -157,6 +166,10 @@ def _same_set(have: list[Any], want: list[Any]) -> bool:
     return all(h in want for h in have) and all(w in have for w in want)
 
 
+Negative = CollateralCriterion | UnchangedCriterion | ServiceUntouchedCriterion
+"""The negative criteria a task generator makes (``n1`` is always the collateral one)."""
+
+
 def system_fields(hub: Any, services: Iterable[str]) -> dict[str, list[str]]:
     """Per native service of ``services``, the fields it maintains itself (never damage, never asked)."""
     registry = hub.registry
@@ -168,17 +181,17 @@ def system_fields(hub: Any, services: Iterable[str]) -> dict[str, list[str]]:
 
 
 def collateral_criterion(
-    initial: dict[str, Any], final: dict[str, Any], system: dict[str, list[str]], tolerated: Iterable[Any] = ()
-) -> dict[str, Any]:
-    """The negative criterion allowing exactly the oracle's change units (and ``tolerated`` ones:
-    what another value of a choice nobody asked for would change)."""
-    return {
-        "kind": "collateral",
-        "negative": True,
-        "allowed": [u.model_dump() for u in allowances([*units(initial, final, system), *tolerated])],
-        "ignore": system,
-        "description": "Nothing changed that the request does not ask for",
-    }
+    initial: dict[str, Any], final: dict[str, Any], system: dict[str, list[str]], tolerated: Iterable[Unit] = ()
+) -> CollateralCriterion:
+    """The negative criterion (``n1``, the first negative) allowing exactly the oracle's change units
+    (and ``tolerated`` ones: what another value of a choice nobody asked for would change)."""
+    return CollateralCriterion(
+        id="n1",
+        negative=True,
+        allowed=allowances([*units(initial, final, system), *tolerated]),
+        ignore=system,
+        description="Nothing changed that the request does not ask for",
+    )
 
 
 def _in_records(value: Any, items: list[Any]) -> bool:
@@ -193,10 +206,12 @@ def effect_criteria(
     system: frozenset[str],
     checked: set[str] | None = None,
     states: Iterable[Any] = (),
-) -> list[dict[str, Any]]:
-    """What a write step's changes must look like in the final world. With ``checked`` (the
-    arguments the instruction asks for), a new record is matched on those alone and an updated
-    one ignores the fields that an argument nobody asked about set."""
+    first: int = 1,
+) -> list[RecordCriterion]:
+    """What a write step's changes must look like in the final world, as criteria ``c<first>``,
+    ``c<first + 1>``…. With ``checked`` (the arguments the instruction asks for), a new record is
+    matched on those alone and an updated one ignores the fields that an argument nobody asked
+    about set."""
     service = step.entry.service
     unasked = set(step.given) - checked if checked is not None else set()
     # With ``checked``, an updated record is matched on the fields whose new value the task asked
@@ -217,7 +232,7 @@ def effect_criteria(
         split = _split(change.path)
         if split:
             touched.setdefault((split[0], split[1]), []).append(change)
-    out = []
+    out: list[RecordCriterion] = []
     for (collection, record_id), record_changes in touched.items():
         after = _records(final, service, collection).get(record_id)
         where = f"{service}.{collection.split('/')[-1]}"
@@ -228,14 +243,14 @@ def effect_criteria(
             key = _key_field(before, record_id) if isinstance(before, dict) else None
             if key:
                 out.append(
-                    {
-                        "kind": "record",
-                        "service": service,
-                        "collection": collection,
-                        "expect": "absent",
-                        "match": {key: record_id},
-                        "description": f"The {where} record {record_id!r} is deleted",
-                    }
+                    RecordCriterion(
+                        id=f"c{first + len(out)}",
+                        service=service,
+                        collection=collection,
+                        expect="absent",
+                        match={key: record_id},
+                        description=f"The {where} record {record_id!r} is deleted",
+                    )
                 )
             continue
         if not isinstance(after, dict):
@@ -270,7 +285,7 @@ def effect_criteria(
                         includes[name] = [value]
             text = {n: m for (i, n), m in mentions.items() if i == step.index and n in after}
             description = f"A new {where} record has {', '.join([*match, *includes, *text])}"
-            expect = "created"
+            expect: Literal["created", "exists"] = "created"
         else:
             key = _key_field(after, record_id)
             if key is None:
@@ -290,19 +305,18 @@ def effect_criteria(
             expect = "exists"
         if len(match) + len(includes) + len(text) < (1 if created else 2):
             continue
-        criterion: dict[str, Any] = {
-            "kind": "record",
-            "service": service,
-            "collection": collection,
-            "match": match,
-            "description": description,
-            "expect": expect,
-        }
-        if text:
-            criterion["contains"] = {n: str(m.value) for n, m in text.items()}
-        if includes:
-            criterion["includes"] = includes
-        out.append(criterion)
+        out.append(
+            RecordCriterion(
+                id=f"c{first + len(out)}",
+                service=service,
+                collection=collection,
+                match=match,
+                description=description,
+                expect=expect,
+                contains={n: str(m.value) for n, m in text.items()},
+                includes=includes,
+            )
+        )
     return out
 
 
@@ -321,30 +335,31 @@ def compose(
     oracle = OracleRun(walk.world, [s.envelope for s in steps], [], {})
     initial, final = oracle.world.initial_states(mounted), oracle.world.states(mounted)
     system = system_fields(walk.world.hub, mounted)
-    criteria: list[dict[str, Any]] = []
+    criteria: list[RecordCriterion | ReportCriterion] = []
     for step in steps:
         if step.entry.kind == "write" and step.changes:
             ignored = frozenset(system.get(step.entry.service, ()))
-            criteria.extend(effect_criteria(step, step.changes, final, mentions, ignored))
+            criteria.extend(effect_criteria(step, step.changes, final, mentions, ignored, first=len(criteria) + 1))
     expected_report: dict[str, Any] = {}
     chosen = _report_choice(walk, system, rng)
     if chosen is not None:
         carried, key = chosen
         expected_report[key] = carried.value
         criteria.append(
-            {"kind": "report", "field": key, "value": carried.value, "description": f"The report gives {carried.label}"}
+            ReportCriterion(
+                id=f"c{len(criteria) + 1}",
+                field=key,
+                value=carried.value,
+                description=f"The report gives {carried.label}",
+            )
         )
     # Every change the oracle's run makes is what the task allows; anything else in any mounted
     # service (written ones included) is collateral damage and zeroes the net score.
-    negatives: list[dict[str, Any]] = [collateral_criterion(initial, final, system)]
+    negatives: list[Negative] = [collateral_criterion(initial, final, system)]
     policies: list[str] = []
     if rng.random() < policy_rate:
         policies.extend(_policy(walk, criteria, negatives, initial, rng))
-    for number, criterion in enumerate(criteria, 1):
-        criterion["id"] = f"c{number}"
-    for number, criterion in enumerate(negatives, 1):
-        criterion["id"] = f"n{number}"
-    rubric = Rubric.model_validate({"version": RUBRIC_VERSION, "criteria": criteria + negatives})
+    rubric = Rubric(version=RUBRIC_VERSION, criteria=[*criteria, *negatives])
     instruction = _instruction(walk, mentions, chosen, policies, rng)
     carried_values = {c.value for s in steps for c in s.carried.values()}
     transfers = [
@@ -423,19 +438,20 @@ def _report_choice(walk: Walk, system: dict[str, list[str]], rng: random.Random)
 
 def _policy(
     walk: Walk,
-    criteria: list[dict[str, Any]],
-    negatives: list[dict[str, Any]],
+    criteria: list[RecordCriterion | ReportCriterion],
+    negatives: list[Negative],
     initial: dict[str, Any],
     rng: random.Random,
 ) -> list[str]:
     """One policy clause; a negative criterion is added only for the clause the instruction states
     (nothing the agent is not told is checked, besides the collateral criterion)."""
-    effects = [c for c in criteria if c["kind"] == "record" and c.get("expect") in ("exists", "created")]
-    options: list[tuple[str, dict[str, Any] | None]] = []
+    effects = [c for c in criteria if isinstance(c, RecordCriterion) and c.expect in ("exists", "created")]
+    options: list[tuple[str, Negative | None]] = []
+    number = f"n{len(negatives) + 1}"
     if effects:
         target = rng.choice(effects)
-        records = _records(initial, target["service"], target["collection"])
-        touched = {v for v in target.get("match", {}).values() if isinstance(v, str)}
+        records = _records(initial, target.service, target.collection)
+        touched = {v for v in target.match.values() if isinstance(v, str)}
         others = [(rid, r) for rid, r in sorted(records.items()) if rid not in touched and isinstance(r, dict)]
         named = [
             (rid, r, v)
@@ -445,30 +461,27 @@ def _policy(
         ]
         if named:
             rid, _, label = rng.choice(named)
-            entities = collection_entities(walk.world.hub, target["service"])
-            entity = entities.get(target["collection"].split("/")[-1], "record")
-            negative = {
-                "kind": "unchanged",
-                "service": target["service"],
-                "collection": target["collection"],
-                "record_id": rid,
-                "negative": True,
-                "description": f"The {entity} '{label}' ({rid}) is left unchanged",
-            }
-            text = f"Leave the {entity} '{label}' in {target['service']} untouched; it is a different matter."
-            options.append((text, negative))
+            entities = collection_entities(walk.world.hub, target.service)
+            entity = entities.get(target.collection.split("/")[-1], "record")
+            unchanged = UnchangedCriterion(
+                id=number,
+                service=target.service,
+                collection=target.collection,
+                record_id=rid,
+                negative=True,
+                description=f"The {entity} '{label}' ({rid}) is left unchanged",
+            )
+            text = f"Leave the {entity} '{label}' in {target.service} untouched; it is a different matter."
+            options.append((text, unchanged))
     readonly = [
         s for s in walk.services if s not in {st.entry.service for st in walk.steps if st.entry.kind == "write"}
     ]
     if readonly and walk.world.hub.registry.services[readonly[0]].native is not None:
         name = rng.choice(readonly)
-        negative = {
-            "kind": "service_untouched",
-            "service": name,
-            "negative": True,
-            "description": f"Nothing in {name} was changed",
-        }
-        options.append((f"Do not change anything in {name}; only read from it.", negative))
+        untouched = ServiceUntouchedCriterion(
+            id=number, service=name, negative=True, description=f"Nothing in {name} was changed"
+        )
+        options.append((f"Do not change anything in {name}; only read from it.", untouched))
     if not options:
         return []
     text, chosen = rng.choice(options)

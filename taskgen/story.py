@@ -15,7 +15,7 @@ import random
 import re
 from typing import Any
 
-from hub.rubric import RUBRIC_VERSION, Rubric
+from hub.rubric import RUBRIC_VERSION, RecordCriterion, ReportCriterion, Rubric
 from servers.roles import ROLE_KEY, SYSTEM
 from taskgen.compose import collateral_criterion, effect_criteria, report_key, system_fields
 from taskgen.flowmodel import Branch, Done, Flow, Stage, spoken_amount
@@ -80,7 +80,7 @@ def compose_flow(flow: Flow, task_id: str, seed: int, rng: random.Random, distra
     initial, final = world.initial_states(mounted), world.states(mounted)
     registry = world.hub.registry
     system = system_fields(world.hub, mounted)
-    criteria: list[dict[str, Any]] = []
+    criteria: list[RecordCriterion | ReportCriterion] = []
     origin: list[int] = []  # the step each record criterion comes from
     for step in steps:
         if step.entry.kind == "write" and step.changes:
@@ -88,30 +88,26 @@ def compose_flow(flow: Flow, task_id: str, seed: int, rng: random.Random, distra
             checked = flow.checked.get(step.index, set())
             done = next((d for d in flow.all_done if step.index in d.steps), None)
             states = done.reaction.to if done is not None else []
-            made = effect_criteria(step, step.changes, final, flow.mentions, ignored, checked, states)
+            first = len(criteria) + 1
+            made = effect_criteria(step, step.changes, final, flow.mentions, ignored, checked, states, first)
             criteria.extend(made)
             origin.extend(step.index for _ in made)
-    for number, criterion in enumerate(criteria, 1):
-        criterion["id"] = f"c{number}"
-    _refer_to_created(criteria, origin, steps)
+    _refer_to_created([c for c in criteria if isinstance(c, RecordCriterion)], origin, steps)
     reports = _report(flow, rng)
     expected_report: dict[str, Any] = {}
     for key, value, words, entity, about in reports:
         expected_report[key] = value
         criteria.append(
-            {
-                "kind": "report",
-                "field": key,
-                "value": value,
-                "description": f"The report gives the {words} of the {entity}" + (f" for '{about}'" if about else ""),
-            }
+            ReportCriterion(
+                id=f"c{len(criteria) + 1}",
+                field=key,
+                value=value,
+                description=f"The report gives the {words} of the {entity}" + (f" for '{about}'" if about else ""),
+            )
         )
-    negatives: list[dict[str, Any]] = [collateral_criterion(initial, final, system, flow.tolerated)]
-    for number, criterion in enumerate(criteria, 1):
-        criterion["id"] = f"c{number}"
-    for number, criterion in enumerate(negatives, 1):
-        criterion["id"] = f"n{number}"
-    rubric = Rubric.model_validate({"version": RUBRIC_VERSION, "criteria": criteria + negatives})
+    rubric = Rubric(
+        version=RUBRIC_VERSION, criteria=[*criteria, collateral_criterion(initial, final, system, flow.tolerated)]
+    )
     instruction = tell(flow, reports, rng)
     carried = {c.value for s in steps for c in s.carried.values()}
     transfers = [
@@ -153,24 +149,24 @@ def compose_flow(flow: Flow, task_id: str, seed: int, rng: random.Random, distra
     )
 
 
-def _refer_to_created(criteria: list[dict[str, Any]], origin: list[int], steps: list[Any]) -> None:
+def _refer_to_created(criteria: list[RecordCriterion], origin: list[int], steps: list[Any]) -> None:
     """A value that is the id of a record an earlier step created (the task a comment goes on) is
     matched as ``{"$record": cN}``, the record that step's criterion found, not as the id the
     oracle's run gave it: an agent that creates in another order gets other ids, rightly."""
     created: dict[str, str] = {}  # record id the oracle's run gave -> the criterion finding it
-    makers = [i for c, i in zip(criteria, origin, strict=True) if c.get("expect") == "created"]
+    makers = [i for c, i in zip(criteria, origin, strict=True) if c.expect == "created"]
     for criterion, index in zip(criteria, origin, strict=True):
-        for key, value in criterion.get("match", {}).items():
-            if isinstance(value, str) and value in created and created[value] != criterion["id"]:
-                criterion["match"][key] = {"$record": created[value]}
+        for key, value in criterion.match.items():
+            if isinstance(value, str) and value in created and created[value] != criterion.id:
+                criterion.match[key] = {"$record": created[value]}
         data = steps[index].envelope.get("data")
         if (
-            criterion.get("expect") == "created"
+            criterion.expect == "created"
             and makers.count(index) == 1
             and isinstance(data, dict)
             and isinstance(data.get("id"), str)
         ):
-            created.setdefault(data["id"], criterion["id"])
+            created.setdefault(data["id"], criterion.id)
 
 
 def _assigned(kind: str) -> bool:
