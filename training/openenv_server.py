@@ -42,7 +42,8 @@ from pathlib import Path
 from typing import Any
 
 import mcp_types as types
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
 from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.mcp_types import (
     CallToolAction,
@@ -83,6 +84,10 @@ SUBMIT_TOOL = types.Tool(
 )
 TOOLS = [*GATEWAY_TOOLS, SUBMIT_TOOL]
 RESET_FIELDS = ("task_id", "index", "seed", "episode_id")
+
+
+class ResetError(ValueError):
+    """A reset asked for something the server does not have (the message names the field); nothing changed."""
 
 
 class TaskObservation(Observation):
@@ -150,11 +155,11 @@ class Episodes:
         if task_id is not None:
             if task_id not in self.by_id:
                 known = ", ".join(repr(t) for t in list(self.by_id)[:3])
-                raise ValueError(f"unknown task_id {task_id!r}: the task file has {len(self.tasks)} tasks ({known}, …)")
+                raise ResetError(f"unknown task_id {task_id!r}: the task file has {len(self.tasks)} tasks ({known}, …)")
             return self.by_id[task_id]
         if index is not None:
             if not 0 <= index < len(self.tasks):
-                raise ValueError(f"index {index!r} is out of range: the task file has {len(self.tasks)} tasks")
+                raise ResetError(f"index {index!r} is out of range: the task file has {len(self.tasks)} tasks")
             return self.tasks[index]
         if seed is not None:
             return self.tasks[seed % len(self.tasks)]
@@ -215,13 +220,13 @@ class CompoWorldEnvironment(Environment[Action, Observation, EpisodeState]):
     def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> TaskObservation:
         unknown = sorted(set(kwargs) - set(RESET_FIELDS))
         if unknown:
-            raise ValueError(f"unknown reset field(s) {unknown}: reset takes {list(RESET_FIELDS)}")
+            raise ResetError(f"unknown reset field(s) {unknown}: reset takes {list(RESET_FIELDS)}")
         index = kwargs.get("index")
         if index is not None and (isinstance(index, bool) or not isinstance(index, int)):
-            raise ValueError(f"index must be an integer, got {index!r}")
+            raise ResetError(f"index must be an integer, got {index!r}")
         task_id = kwargs.get("task_id")
         if task_id is not None and not isinstance(task_id, str):
-            raise ValueError(f"task_id must be a string, got {task_id!r}")
+            raise ResetError(f"task_id must be a string, got {task_id!r}")
         task = self.episodes.pick(task_id, index, seed)  # raises before the current episode is touched
         self._finish_abandoned()
         world = self.episodes.hub.open_world(services=task.mounted, seed=task.seed)
@@ -405,7 +410,13 @@ def create_app(episodes: Episodes, max_concurrent_envs: int = 256) -> FastAPI:
     factory = functools.partial(CompoWorldEnvironment, episodes)
     app = create_fastapi_app(factory, CallToolAction, CallToolObservation, max_concurrent_envs=max_concurrent_envs)
     app.router.on_shutdown.append(_closer(episodes))
+    # OpenEnv's stateless POST /reset lets an exception through as a bare 500; a bad reset is the client's error.
+    app.add_exception_handler(ResetError, _bad_reset)
     return app
+
+
+async def _bad_reset(request: Request, exc: Exception) -> JSONResponse:
+    return JSONResponse(status_code=400, content={"detail": str(exc)})
 
 
 def _closer(episodes: Episodes) -> Any:
@@ -440,6 +451,7 @@ __all__ = [
     "EpisodeState",
     "Episodes",
     "GatewayMCP",
+    "ResetError",
     "TaskObservation",
     "create_app",
     "load_episodes",

@@ -6,6 +6,7 @@ import asyncio
 import json
 import threading
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -171,6 +172,17 @@ def test_bad_reset_and_step_input_get_errors_naming_the_field_and_change_nothing
     assert not bad.done and bad.reward is None
     # The failed reset left the episode of task index 2 as it was: open, no gateway call made.
     assert (state["task_id"], state["done"], state["step_count"]) == (served.tasks[2].id, False, 0)
+
+
+def test_a_bad_stateless_http_reset_is_a_400_naming_the_field(served: Served) -> None:
+    request = urllib.request.Request(
+        served.url + "/reset",
+        data=json.dumps({"task_id": "nope"}).encode(),
+        headers={"content-type": "application/json"},
+    )
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=10)
+    assert refused.value.code == 400 and "unknown task_id 'nope'" in json.loads(refused.value.read())["detail"]
 
 
 def test_health_schema_metadata_and_the_mcp_endpoint(served: Served) -> None:
