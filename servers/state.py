@@ -99,10 +99,19 @@ def snapshot(state: BaseModel) -> dict[str, Any]:
         return state.model_dump(mode="json")
     values = state.__dict__
     shared = {name for name, value in lazy.values.items() if values.get(name) is value}
-    if not shared:
+    records = {name for name, value in values.items() if type(value) is RecordDict and name not in shared}
+    if not shared and not records:
         return state.model_dump(mode="json")
-    dumped = state.model_dump(mode="json", exclude=shared)
-    return {key: dumped[key] if key in dumped else lazy.snap[key] for key in lazy.snap}
+    dumped = state.model_dump(mode="json", exclude=shared | records)
+    out: dict[str, Any] = {}
+    for key in lazy.snap:
+        if key in shared:
+            out[key] = lazy.snap[key]
+        elif key in records:
+            out[key] = values[key].dump()
+        else:
+            out[key] = dumped[key]
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -145,10 +154,11 @@ class _SharedField:
     """Data descriptor of one field of a model class that has lazy copies: reading the field of a
     lazy copy that still shares its value with the source first replaces it by a private copy."""
 
-    __slots__ = ("name",)
+    __slots__ = ("name", "records")
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, records: bool = False) -> None:
         self.name = name
+        self.records = records  # a ``dict[str, Model]`` field: shared record by record (RecordDict)
 
     def __get__(self, obj: Any, owner: Any = None) -> Any:
         if obj is None:  # pydantic keeps no field attributes on a model class: neither do we
@@ -161,6 +171,10 @@ class _SharedField:
         if lazy is not None and value is lazy.values.get(self.name) and not isinstance(value, _IMMUTABLE):
             if _PEEKING.get():
                 return value  # a read tool only looks: the shared value serves it as it is
+            if self.records:
+                # A collection of records: copied record by record, as the tool reaches them.
+                value = obj.__dict__[self.name] = RecordDict.over(value, lazy.snap[self.name])
+                return value
             # Validated again from the source's snapshot, as a whole-state restore would.
             type(obj).__pydantic_validator__.validate_assignment(obj, self.name, lazy.snap[self.name])
             value = obj.__dict__[self.name]
@@ -168,6 +182,106 @@ class _SharedField:
 
     def __set__(self, obj: Any, value: Any) -> None:
         obj.__dict__[self.name] = value  # what pydantic's own assignment does (it never calls this)
+
+
+class RecordDict(dict[str, Any]):
+    """A record collection (``dict[str, Model]``) of a lazy copy, copied record by record.
+
+    It starts out holding its source's record objects. Whatever hands a record out to code that
+    may change it (``d[key]``, ``get``, ``values``, ``items``, ``pop``, ``setdefault``, ``copy``,
+    and ``dict(d)``/``{**d}``, which go through the keys and ``d[key]`` because ``__iter__`` is
+    overridden) first replaces it by a private copy validated from the source's snapshot, so a
+    write tool that changes one record of a hundred copies one. While peeking (a read tool),
+    records are handed out as they are. Iterating the keys, ``len`` and ``in`` copy nothing.
+    """
+
+    __slots__ = ("_snap", "_source")
+
+    _source: dict[str, Any]
+    _snap: dict[str, Any]
+
+    @classmethod
+    def over(cls, source: dict[str, Any], snap: dict[str, Any]) -> RecordDict:
+        """A collection sharing every record of ``source`` (whose snapshot is ``snap``)."""
+        out = cls(dict.items(source))  # dict.items: never the overrides of a source RecordDict
+        out._source = source
+        out._snap = snap
+        return out
+
+    def _own(self, key: str) -> Any:
+        record: Any = dict.__getitem__(self, key)
+        if record is dict.get(self._source, key) and not _PEEKING.get():
+            model = typing.cast(type[BaseModel], type(record))
+            record = model.model_validate(self._snap[key])
+            dict.__setitem__(self, key, record)
+        return record
+
+    def _own_all(self) -> None:
+        if not _PEEKING.get():
+            for key in list(dict.keys(self)):
+                self._own(key)
+
+    def __getitem__(self, key: str) -> Any:
+        return self._own(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return dict.__iter__(self)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._own(key) if dict.__contains__(self, key) else default
+
+    def values(self) -> Any:
+        self._own_all()
+        return dict.values(self)
+
+    def items(self) -> Any:
+        self._own_all()
+        return dict.items(self)
+
+    def pop(self, key: str, *default: Any) -> Any:
+        if dict.__contains__(self, key):
+            self._own(key)
+        return dict.pop(self, key, *default)
+
+    def popitem(self) -> tuple[str, Any]:
+        if dict.__len__(self):
+            self._own(next(reversed(dict.keys(self))))
+        return dict.popitem(self)
+
+    def setdefault(self, key: str, default: Any = None) -> Any:
+        return self._own(key) if dict.__contains__(self, key) else dict.setdefault(self, key, default)
+
+    def copy(self) -> dict[str, Any]:
+        self._own_all()
+        return dict(dict.items(self))
+
+    def __or__(self, other: Any) -> dict[str, Any]:  # type: ignore[override]
+        return self.copy() | other
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        # Pickled and deep-copied as the plain dict it stands for (its records made private first).
+        return (dict, (self.copy(),))
+
+    def dump(self) -> dict[str, Any]:
+        """The collection as JSON: the source's snapshot of every record still shared."""
+        source, snap = self._source, self._snap
+        return {
+            key: snap[key] if record is dict.get(source, key) else record.model_dump(mode="json")
+            for key, record in dict.items(self)
+        }
+
+
+def peek_values(records: dict[str, Any]) -> Any:
+    """The values of a record collection for code that only reads them: shared records are not
+    copied (``dict.values`` skips :class:`RecordDict`'s copying)."""
+    return dict.values(records)
+
+
+def _is_records(annotation: Any) -> bool:
+    if typing.get_origin(annotation) is not dict:
+        return False
+    args = typing.get_args(annotation)
+    return len(args) == 2 and isinstance(args[1], type) and issubclass(args[1], BaseModel)
 
 
 def lazy_copy(model: M, snap: dict[str, Any]) -> M | None:
@@ -208,7 +322,12 @@ def _probe(cls: type[M], model: M, snap: dict[str, Any]) -> bool:
         if snapshot(probe) != snap:
             return False
         for name in cls.model_fields:
-            getattr(probe, name)
+            value = getattr(probe, name)
+            if type(value) is RecordDict and value:
+                value[next(iter(value))]  # one record copied: it must dump as it was
+                if snapshot(probe) != snap:
+                    return False
+                value.values()
         return probe.model_dump(mode="json") == snap and snapshot(probe) == snap
     except Exception:  # a state that does not round-trip field by field: copied whole instead
         return False
@@ -231,9 +350,9 @@ def _eligible(cls: type[BaseModel], model: BaseModel, snap: dict[str, Any]) -> b
         )
         found = found and cls.__pydantic_complete__ and set(cls.model_fields) <= set(snap)
         if found:
-            for name in cls.model_fields:
+            for name, info in cls.model_fields.items():
                 if not isinstance(cls.__dict__.get(name), _SharedField):
-                    setattr(cls, name, _SharedField(name))
+                    setattr(cls, name, _SharedField(name, _is_records(info.annotation)))
             found = _probe(cls, model, snap)
         _ELIGIBLE[cls] = found
     return found

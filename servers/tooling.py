@@ -163,7 +163,7 @@ def adapter(annotation: Any) -> tuple[TypeAdapter[Any], dict[str, Any], dict[str
         key = repr(annotation)
     found = _ADAPTERS.get(key)
     if found is None:
-        made = validator(annotation)
+        made = TypeAdapter(annotation)  # its own: schemas carry the annotation's descriptions
         found = (made, made.json_schema(), made.json_schema(mode="serialization"))
         _ADAPTERS[key] = found
     return found
@@ -173,16 +173,50 @@ _VALIDATORS: dict[Any, TypeAdapter[Any]] = {}
 
 
 def validator(annotation: Any) -> TypeAdapter[Any]:
-    """The cached adapter of one annotation, without its JSON schemas (those cost most)."""
+    """The cached adapter of one annotation, without its JSON schemas (those cost most).
+
+    Annotations that validate alike share one adapter: the library's 10,000 parameters carry
+    2,600 distinct annotations, most differing only in their description, and building an
+    adapter costs about a millisecond."""
     try:
-        key: Any = annotation
-        hash(key)
+        found = _VALIDATORS.get(annotation)
     except TypeError:
-        key = repr(annotation)
-    found = _VALIDATORS.get(key)
+        found = None
     if found is None:
-        found = _VALIDATORS.setdefault(key, TypeAdapter(annotation))
+        key = _validation_key(annotation)
+        found = _VALIDATORS.get(key)
+        if found is None:
+            found = _VALIDATORS.setdefault(key, TypeAdapter(annotation))
+        with contextlib.suppress(TypeError):  # an unhashable annotation is found by its key
+            _VALIDATORS[annotation] = found
     return found
+
+
+_DOCUMENTATION = ("description", "json_schema_extra", "title", "examples")
+"""What a field's metadata says for readers only: it never changes what validates."""
+
+
+def _validation_key(annotation: Any) -> Any:
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        base, *metadata = typing.get_args(annotation)
+        parts = []
+        for item in metadata:
+            if isinstance(item, FieldInfo):
+                item = copy.copy(item)
+                for name in _DOCUMENTATION:
+                    setattr(item, name, None)
+            parts.append(repr(item))
+        return ("annotated", _validation_key(base), tuple(parts))
+    if origin is typing.Literal:
+        return ("literal", repr(typing.get_args(annotation)))
+    if origin is not None:
+        return (repr(origin), tuple(_validation_key(arg) for arg in typing.get_args(annotation)))
+    try:
+        hash(annotation)
+    except TypeError:
+        return repr(annotation)
+    return annotation
 
 
 _ISO: dict[Any, bool] = {}

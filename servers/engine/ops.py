@@ -33,6 +33,7 @@ from servers.framework import (
     paginate,
     require,
 )
+from servers.state import peek_values
 from servers.types import Limit, Offset, Query
 
 
@@ -141,7 +142,7 @@ class Operation:
             value = values.get(name)
             if field is None or not field.unique or value is None:
                 continue
-            if any(getattr(r, name) == value and r.id != own for r in self.table(state).values()):
+            if any(getattr(r, name) == value and r.id != own for r in peek_values(self.table(state))):
                 raise Conflict(f"a {self.label} with {name} {value!r} already exists")
 
     def check_state(self, record: Any, values: dict[str, Any], allowed: list[str], verb: str) -> None:
@@ -438,7 +439,7 @@ class Operation:
             if tool.when is not None:
                 self.check_state(record, values, tool.when, tool.name)
             for blocker, words, refs in blockers:
-                if any(getattr(r, n) == key for r in self.table(state, blocker).values() for n in refs):
+                if any(getattr(r, n) == key for r in peek_values(self.table(state, blocker)) for n in refs):
                     raise Conflict(f"{self.label} {key!r} still has {words}; it cannot be deleted")
             fetched = self.check_refs(state, values, list(tool.params))
             self.check_guards(state, values, record, fetched)
