@@ -30,7 +30,7 @@ from hub.core import Hub
 from taskgen.generate import generate
 from taskgen.task import Task, resolve, write_jsonl
 from tests.conftest import free_port, full_hub
-from training.openenv_server import SUBMIT, Episodes, create_app
+from training.openenv_server import SUBMIT, CompoWorldEnvironment, Episodes, create_app
 
 
 @dataclass
@@ -295,3 +295,20 @@ def test_compoworld_serve_openenv_serves_a_task_file(served: Served, tmp_path: P
     ended = asyncio.run(episode())
     assert ended.done and ended.reward == 0.0
     assert [r["task_id"] for r in RunStore(tmp_path / "runs.db").episodes("openenv")] == [served.tasks[2].id]
+
+
+def test_the_max_steps_th_call_ends_the_episode_with_the_reward(served: Served, tmp_path: Path) -> None:
+    episodes = Episodes(served.hub, served.tasks, tmp_path / "runs.db", max_steps=2)
+    env = CompoWorldEnvironment(episodes)
+    try:
+        env.reset(index=0)
+        first = env.step(_call("list_services", {}))
+        last = env.step(_call("list_services", {}))
+        after = env.step(_call("list_services", {}))
+    finally:
+        env.close()
+        episodes.close()
+    assert (first.done, first.reward) == (False, None)
+    assert last.done and last.reward == 0.0 and env.state.done and env.state.stored_as
+    assert after.result["error"]["code"] == 409  # type: ignore[attr-defined]
+    assert [r["finish_reason"] for r in RunStore(tmp_path / "runs.db").episodes("openenv")] == ["max_turns"]
