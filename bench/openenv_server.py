@@ -49,7 +49,7 @@ def main() -> None:
     for task in tasks:
         world = hub.open_world(services=task.mounted, seed=task.seed)
         env = InProcessEnv(world, "gateway")
-        envelopes: list[dict[str, Any]] = []
+        envelopes: list[Any] = []
         calls = []
         for name, arguments in _oracle_calls(task):
             if name == "call_tool":

@@ -62,6 +62,7 @@ from hub.core import Hub
 from hub.rubric import ScoreResult
 from hub.surfaces import GATEWAY_NAMES, GATEWAY_TOOLS
 from hub.world import World
+from servers.framework import Envelope, error
 from taskgen.task import Task, read_jsonl
 from training.grpo import RolloutRecording
 
@@ -258,7 +259,7 @@ class CompoWorldEnvironment(Environment[Action, Observation, EpisodeState]):
         if not isinstance(action, CallToolAction):
             return CallToolObservation(
                 tool_name="",
-                result=_error(400, f"unknown action {type(action).__name__!r}: send call_tool or list_tools"),
+                result=error(400, f"unknown action {type(action).__name__!r}: send call_tool or list_tools"),
             )
         ended = self._call(action)
         if ended is None:
@@ -302,25 +303,26 @@ class CompoWorldEnvironment(Environment[Action, Observation, EpisodeState]):
     def _call(self, action: CallToolAction) -> tuple[dict[str, Any], str | None] | None:
         """Make the call; ``(report, summary)`` when it ends the episode, else None (the envelope is in state)."""
         name, arguments = action.tool_name, action.arguments
+        envelope: Envelope
         if self.env is None or self.task is None:
-            envelope = _error(409, "no episode: call reset first")
+            envelope = error(409, "no episode: call reset first")
         elif self._state.done:
-            envelope = _error(409, f"the episode of task {self.task.id!r} is over: call reset for the next one")
+            envelope = error(409, f"the episode of task {self.task.id!r} is over: call reset for the next one")
         elif name == SUBMIT:
             report = arguments.get("report")
             summary = arguments.get("summary")
             extra = sorted(set(arguments) - {"report", "summary"})
             if not isinstance(report, dict):
-                envelope = _error(400, f"argument 'report' must be a JSON object, got {report!r}")
+                envelope = error(400, f"argument 'report' must be a JSON object, got {report!r}")
             elif summary is not None and not isinstance(summary, str):
-                envelope = _error(400, f"argument 'summary' must be a string, got {summary!r}")
+                envelope = error(400, f"argument 'summary' must be a string, got {summary!r}")
             elif extra:
-                envelope = _error(400, f"unknown argument(s) {extra} of {SUBMIT!r}: it takes 'report' and 'summary'")
+                envelope = error(400, f"unknown argument(s) {extra} of {SUBMIT!r}: it takes 'report' and 'summary'")
             else:
                 return report, summary
         elif name not in GATEWAY_NAMES:
             tools = sorted([*GATEWAY_NAMES, SUBMIT])
-            envelope = _error(404, f"unknown tool {name!r}; this environment's tools are {tools}")
+            envelope = error(404, f"unknown tool {name!r}; this environment's tools are {tools}")
         else:
             self._turn(name, arguments)
             envelope = self.env.call(name, arguments)
@@ -396,10 +398,6 @@ class CompoWorldEnvironment(Environment[Action, Observation, EpisodeState]):
     @property
     def calls(self) -> list[Any]:
         return self.env.calls if self.env is not None else []
-
-
-def _error(code: int, message: str) -> dict[str, Any]:
-    return {"success": False, "error": {"code": code, "message": message}}
 
 
 def create_app(episodes: Episodes, max_concurrent_envs: int = 256) -> FastAPI:
