@@ -1,0 +1,249 @@
+"""verl multi-turn tools over CompoWorld: one ``BaseTool`` per gateway meta-tool, one task world per instance.
+
+verl (``pip install verl``; it needs its own environment, see the README) runs tool RL through ``BaseTool``
+subclasses listed in a tool-config YAML (``actor_rollout_ref.rollout.multi_turn.tool_config_path``); it has no
+MCP tool type. :class:`ListServicesTool`, :class:`ListToolsTool`, :class:`DescribeToolTool` and
+:class:`CallToolTool` are the gateway's four meta-tools (``hub.surfaces.GATEWAY_TOOLS``, whose schemas they
+offer when the YAML gives none); ``training/configs/verl_tools.yaml`` lists them.
+
+The lifecycle, per rollout (``instance_id``), shared by the four tools:
+
+- ``create(instance_id, create_kwargs={"task": <task JSON>})`` (or ``{"task_id": ...}`` with ``tasks`` in the
+  tool config) opens the task's world, with the harness's recording environment on its gateway
+  (:class:`training.grpo.CompoWorldEnv`); the other tools' ``create`` with the same id join that world.
+- ``execute(instance_id, parameters)`` calls the meta-tool; the response text is the gateway's JSON envelope,
+  the step reward is always 0 (the rubric is never visible before the end).
+- ``calc_reward(instance_id, report=... | final_text=..., messages=...)`` scores the world against the task's
+  rubric with the report, records the rollout into the run store (as :class:`training.grpo.RolloutRecording`
+  does for GRPO: calls, messages, per-criterion results) and returns the configured reward (``net_score`` by
+  default; ``score`` or ``success``). The first ``calc_reward`` ends the episode: later ones answer the same
+  reward and later calls an error envelope. CFRR needs the group: compute it from the stored criteria.
+- ``release(instance_id)``: when the last tool holding the instance releases it, the world closes (a rollout
+  never scored is scored without a report and recorded first, so every rollout is in the store).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+from uuid import uuid4
+
+from verl.tools.base_tool import BaseTool
+from verl.tools.schemas import OpenAIFunctionToolSchema, ToolResponse
+
+from harness.agents import parse_report
+from harness.store import RunStore
+from hub.rubric import ScoreResult
+from hub.surfaces import GATEWAY_TOOLS
+from taskgen.task import Task, read_jsonl
+from training.grpo import CompoWorldEnv, RolloutRecording
+
+Reward = Literal["net_score", "score", "success"]
+REWARDS: tuple[Reward, ...] = ("net_score", "score", "success")
+
+
+def gateway_tool_schema(name: str) -> dict[str, Any]:
+    """The OpenAI function schema of the gateway meta-tool ``name`` (what the YAML's ``tool_schema`` holds)."""
+    spec = next((t for t in GATEWAY_TOOLS if t.name == name), None)
+    if spec is None:
+        raise ValueError(f"unknown gateway meta-tool {name!r}; known: {sorted(t.name for t in GATEWAY_TOOLS)}")
+    parameters = {k: v for k, v in spec.input_schema.items() if k in ("type", "properties", "required")}
+    parameters.setdefault("required", [])
+    return {
+        "type": "function",
+        "function": {"name": name, "description": spec.description or name, "parameters": parameters},
+    }
+
+
+class VerlRecording(RolloutRecording):
+    """GRPO's rollout recording, with the rollouts' agent named ``verl:<model>``."""
+
+    @property
+    def agent(self) -> str:
+        return f"verl:{Path(self.model).name or self.model}"
+
+
+@dataclass
+class Episode:
+    """One rollout's world, held by the tools that created it."""
+
+    env: CompoWorldEnv
+    recording: VerlRecording | None
+    reward: Reward
+    holders: set[str] = field(default_factory=set)
+    result: ScoreResult | None = None
+    episode_id: str | None = None
+
+    def value(self) -> float:
+        if self.result is None:
+            raise RuntimeError("the episode is not scored")
+        return float(self.result.success) if self.reward == "success" else getattr(self.result, self.reward)
+
+
+class Episodes:
+    """The open episodes of this process, by instance id, shared by the four tools (verl builds one object per
+    tool from the YAML, and a rollout uses them all on one world); recordings are shared per (store, run)."""
+
+    def __init__(self) -> None:
+        self.open: dict[str, Episode] = {}
+        self.lock = threading.Lock()
+        self.recordings: dict[tuple[str, str, str], VerlRecording] = {}
+        self.tasks: dict[str, dict[str, Task]] = {}
+
+    def recording(self, config: Mapping[str, Any]) -> VerlRecording | None:
+        if not config.get("record", True):
+            return None
+        store, run, model = (
+            str(config.get("store", "runs/runs.db")),
+            str(config.get("run", "verl")),
+            str(config.get("model", "policy")),
+        )
+        key = (store, run, model)
+        if key not in self.recordings:
+            # The run's stored config stays the recording's default: the agent label says verl made the rollouts.
+            self.recordings[key] = VerlRecording(RunStore(store), run, model)
+        return self.recordings[key]
+
+    def task(self, config: Mapping[str, Any], arguments: Mapping[str, Any]) -> Task:
+        """The task a ``create`` names: ``task`` (a Task, its JSON or its dict) or ``task_id`` in the config's file."""
+        raw = arguments.get("task")
+        if raw is not None:
+            if isinstance(raw, Task):
+                return raw
+            try:
+                return Task.model_validate_json(raw) if isinstance(raw, str | bytes) else Task.model_validate(raw)
+            except ValueError as exc:
+                raise ValueError(f"create_kwargs 'task' is not a task: {exc}") from exc
+        task_id = arguments.get("task_id")
+        if task_id is None:
+            raise ValueError("create_kwargs needs 'task' (the task's JSON) or 'task_id' (with 'tasks' in the config)")
+        path = config.get("tasks")
+        if not path:
+            raise ValueError(f"create_kwargs names task_id {task_id!r} but the tool config has no 'tasks' file")
+        if path not in self.tasks:
+            self.tasks[path] = {t.id: t for t in read_jsonl(path)}
+        found = self.tasks[path].get(str(task_id))
+        if found is None:
+            raise ValueError(f"unknown task_id {task_id!r} in {path!r}")
+        return found
+
+
+EPISODES = Episodes()
+
+
+def _error(code: int, message: str) -> str:
+    return json.dumps({"success": False, "error": {"code": code, "message": message}})
+
+
+class GatewayTool(BaseTool):
+    """A gateway meta-tool as a verl tool (subclasses name the meta-tool)."""
+
+    meta: ClassVar[str] = ""
+    episodes: ClassVar[Episodes] = EPISODES
+
+    def __init__(self, config: dict[str, Any], tool_schema: OpenAIFunctionToolSchema | None = None) -> None:
+        reward = config.get("reward", "net_score")
+        if reward not in REWARDS:
+            raise ValueError(f"tool config 'reward' is {reward!r}; expected one of {list(REWARDS)}")
+        schema = tool_schema or OpenAIFunctionToolSchema.model_validate(gateway_tool_schema(self.meta))
+        if schema.function.name != self.meta:
+            raise ValueError(
+                f"{type(self).__name__} serves {self.meta!r} but its tool_schema names {schema.function.name!r}"
+            )
+        super().__init__(config, schema)
+
+    def get_openai_tool_schema(self) -> OpenAIFunctionToolSchema:
+        return self.tool_schema
+
+    async def create(self, instance_id: str | None = None, **kwargs: Any) -> tuple[str, ToolResponse]:
+        """Open the world of the task in ``create_kwargs`` (verl's agent loop passes them under that name; older
+        rollouts spread them as keyword arguments), or join the one already open under ``instance_id``."""
+        arguments = {**(kwargs.pop("create_kwargs", None) or {}), **kwargs}
+        instance_id = instance_id or uuid4().hex
+        with self.episodes.lock:
+            episode = self.episodes.open.get(instance_id)
+            if episode is None:
+                task = self.episodes.task(self.config, arguments)  # raises before anything is opened
+                env = CompoWorldEnv()
+                env.reset(task=task.model_dump_json())
+                episode = Episode(env, self.episodes.recording(self.config), self.config.get("reward", "net_score"))
+                self.episodes.open[instance_id] = episode
+            episode.holders.add(self.name)
+        return instance_id, ToolResponse()
+
+    async def execute(
+        self, instance_id: str, parameters: dict[str, Any], **kwargs: Any
+    ) -> tuple[ToolResponse, float, dict[str, Any]]:
+        """Call the meta-tool in the instance's world: the gateway's envelope, step reward 0."""
+        episode = self.episodes.open.get(instance_id)
+        if episode is None or episode.env.env is None:
+            return ToolResponse(text=_error(404, f"unknown instance {instance_id!r}: call create first")), 0.0, {}
+        if episode.result is not None:
+            text = _error(409, f"instance {instance_id!r} is already scored: the episode is over")
+            return ToolResponse(text=text), 0.0, {}
+        envelope = episode.env.env.call(self.meta, parameters)
+        return ToolResponse(text=json.dumps(envelope)), 0.0, {"success": bool(envelope.get("success"))}
+
+    async def calc_reward(self, instance_id: str, **kwargs: Any) -> float:
+        """Score the instance's world with the rollout's report (``report`` as a dict, or ``final_text`` /
+        ``solution_str`` with the report's JSON in it), record it and return the configured reward."""
+        with self.episodes.lock:
+            episode = self.episodes.open.get(instance_id)
+            if episode is None:
+                raise KeyError(f"unknown instance {instance_id!r}: call create first")
+            if episode.result is None:
+                _finish(episode, kwargs)
+            return episode.value()
+
+    async def release(self, instance_id: str, **kwargs: Any) -> None:
+        """Let go of the instance; the last holder closes its world (recording it first if it was never scored)."""
+        with self.episodes.lock:
+            episode = self.episodes.open.get(instance_id)
+            if episode is None:
+                return
+            episode.holders.discard(self.name)
+            if episode.holders:
+                return
+            del self.episodes.open[instance_id]
+        try:
+            if episode.result is None:
+                _finish(episode, {})
+        finally:
+            if episode.env.world is not None:
+                episode.env.world.close()
+
+
+def _finish(episode: Episode, kwargs: Mapping[str, Any]) -> None:
+    """Score the episode with the report its kwargs carry and record it (once)."""
+    report = kwargs.get("report")
+    text = kwargs.get("final_text") or kwargs.get("solution_str") or ""
+    if not isinstance(report, dict):
+        report = parse_report(str(text))
+    messages = kwargs.get("messages")
+    if world := episode.env.world:
+        task = episode.env.task
+        assert task is not None  # reset() set both
+        episode.result = world.score(task.rubric, report=report)
+    if episode.recording is not None and episode.result is not None:
+        completion: Any = messages if isinstance(messages, list) else str(text)
+        episode.episode_id = episode.recording.record(episode.env, None, completion, report, episode.result)
+
+
+class ListServicesTool(GatewayTool):
+    meta = "list_services"
+
+
+class ListToolsTool(GatewayTool):
+    meta = "list_tools"
+
+
+class DescribeToolTool(GatewayTool):
+    meta = "describe_tool"
+
+
+class CallToolTool(GatewayTool):
+    meta = "call_tool"
