@@ -1,0 +1,132 @@
+"""verifiers 0.4 (prime-rl's environments) running CompoWorld tasks through its own classes.
+
+verifiers pins ``mcp==2.0.0`` and ``openai<3`` where we need newer, so it lives in its own virtual environment,
+``.venvs/verifiers`` (created once, on first use: about 70 s for ``pip install verifiers==0.4.0`` here; the
+integration package is reinstalled whenever its source changes). The test starts our rollout server as a real
+subprocess and a scripted policy that replays each task's oracle plan over the OpenAI protocol, and runs an
+episode through ``load_environment`` → ``Env.run_episode`` (verifiers' interception server, its chat program as
+the agent, its MCP toolset machinery) in that environment.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from harness.agents import OracleAgent
+from harness.episode import run_episode
+from harness.store import RunStore
+from taskgen.generate import generate
+from taskgen.task import Task, write_jsonl
+from tests.conftest import free_port, full_hub, wait_for_port
+from tests.integrations.oracle_model import OracleModel
+
+ROOT = Path(__file__).resolve().parents[2]
+INTEGRATION = ROOT / "integrations" / "verifiers"
+VENV = ROOT / ".venvs" / "verifiers"
+VERIFIERS = "verifiers==0.4.0"
+TOKEN = "verifiers-admin"
+
+pytestmark = pytest.mark.slow
+
+
+def _source_hash() -> str:
+    files = [INTEGRATION / "pyproject.toml", *sorted((INTEGRATION / "compoworld_verifiers").glob("*.py"))]
+    return hashlib.sha256(b"".join(f.name.encode() + f.read_bytes() for f in files)).hexdigest()
+
+
+def _pip(python: Path, *args: str) -> None:
+    done = subprocess.run(
+        [str(python), "-m", "pip", "--disable-pip-version-check", "-q", *args], capture_output=True, text=True
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"pip {' '.join(args)} failed: {done.stderr[-2000:]}")
+
+
+@pytest.fixture(scope="module")
+def verifiers_python() -> Path:
+    """The verifiers environment's interpreter, with verifiers and our integration installed (cached)."""
+    python = VENV / "bin" / "python"
+    VENV.parent.mkdir(exist_ok=True)
+    with open(VENV.parent / "verifiers.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one creator at a time (xdist workers, other checkouts' runs)
+        if not (VENV / ".verifiers-installed").exists():
+            subprocess.run([sys.executable, "-m", "venv", "--clear", str(VENV)], check=True)
+            _pip(python, "install", VERIFIERS)
+            (VENV / ".verifiers-installed").write_text(VERIFIERS)
+        stamp = VENV / ".integration-hash"
+        if not stamp.exists() or stamp.read_text() != _source_hash():
+            _pip(python, "install", "--no-deps", "--force-reinstall", str(INTEGRATION))
+            stamp.write_text(_source_hash())
+    return python
+
+
+@pytest.fixture(scope="module")
+def tasks(tmp_path_factory: pytest.TempPathFactory) -> list[Task]:
+    return generate(2, seed=5, hub=full_hub()).tasks
+
+
+@pytest.fixture(scope="module")
+def rollout_server(tasks: list[Task], tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    folder = tmp_path_factory.mktemp("verifiers")
+    write_jsonl(tasks, folder / "tasks.jsonl")
+    port, store = free_port(), folder / "runs.db"
+    args = ["-m", "training.verifiers_server", "--tasks", str(folder / "tasks.jsonl"), "--store", str(store)]
+    args += ["--port", str(port), "--token", TOKEN]
+    proc = subprocess.Popen([sys.executable, *args], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        wait_for_port(port, proc, timeout=60)
+        yield f"http://127.0.0.1:{port}", store
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_verifiers_does_not_pull_torch(verifiers_python: Path) -> None:
+    listed = subprocess.run(
+        [str(verifiers_python), "-m", "pip", "list", "--format=json"], capture_output=True, text=True
+    )
+    names = {p["name"].lower() for p in json.loads(listed.stdout)}
+    assert "verifiers" in names and "compoworld-verifiers" in names
+    assert not {n for n in names if n == "torch" or n.startswith("nvidia-")}
+
+
+def test_a_cfrr_group_runs_in_isolated_worlds_and_is_stored_scored_as_the_harness_scores_it(
+    verifiers_python: Path, rollout_server: tuple[str, Path], tasks: list[Task], tmp_path: Path
+) -> None:
+    server, store = rollout_server
+    task = tasks[0]
+    model = OracleModel(tasks)
+    try:
+        script = INTEGRATION / "examples" / "run_episodes.py"
+        args = ["--server", server, "--token", TOKEN, "--model-url", model.url, "--tasks", task.id]
+        args += ["--reward", "cfrr", "--group", "2"]
+        done = subprocess.run(
+            [str(verifiers_python), str(script), *args], cwd=tmp_path, capture_output=True, text=True, timeout=300
+        )
+    finally:
+        model.close()
+    assert done.returncode == 0, done.stderr[-3000:]
+    episode = json.loads(done.stdout.strip().splitlines()[-1])
+    assert episode["ok"] and episode["task_id"] == task.id, episode
+    harness = run_episode(full_hub(), task, OracleAgent(), surface="gateway")
+    # Both rollouts made the same writes: in a shared world the second's would be damage (a score under 1).
+    for trace in episode["traces"]:
+        assert trace["result"]["score"] == harness.score == 1.0 and trace["metrics"]["net_score"] == harness.net_score
+        assert trace["rewards"] == {"cfrr": 1.5}  # every criterion passed: 1 plus the completion bonus β
+    stored = [e for e in RunStore(store).episodes("verifiers") if e["agent"] == "verifiers:oracle"]
+    assert sorted(e["rollout"] for e in stored) == [0, 1]
+    assert {e["id"] for e in stored} == {t["result"]["episode_id"] for t in episode["traces"]}
+    criteria = {(c["episode_id"], c["criterion_id"]): bool(c["passed"]) for c in RunStore(store).criteria("verifiers")}
+    for entry in stored:
+        assert entry["score"] == harness.score and entry["net_score"] == harness.net_score
+        assert [criteria[(entry["id"], c.id)] for c in harness.criteria] == [c.passed for c in harness.criteria]
+        calls = [s for s in RunStore(store).steps("verifiers") if s["episode_id"] == entry["id"]]
+        assert [s["tool"] for s in calls] == [s.tool for s in task.plan]
