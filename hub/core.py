@@ -58,6 +58,9 @@ class Hub:
             state = native.seed_state(seed)
             base = ServiceSlot(native, state, owned=False)
             base.hash()  # computed once here, inherited by every world that shares this state
+            # Whether copies of this state can be made field by field is decided by a probe of its
+            # class; made here, it is made once (and inherited by forked workers), not per process.
+            native.copy_state(state, base.snapshot())
             with self._lock:
                 base = self._seeded.setdefault(key, base)
         return base.share()
