@@ -172,6 +172,11 @@ class GatewayTool(BaseTool):
                 env.reset(task=task.model_dump_json())
                 episode = Episode(env, self.episodes.recording(self.config), self.config.get("reward", "net_score"))
                 self.episodes.open[instance_id] = episode
+            elif "task" in arguments or "task_id" in arguments:
+                named = self.episodes.task(self.config, arguments).id
+                held = episode.env.task.id if episode.env.task else None
+                if named != held:  # one instance is one world: a second task cannot join it
+                    raise ValueError(f"instance {instance_id!r} holds task {held!r}, not {named!r}")
             episode.holders.add(self.name)
         return instance_id, ToolResponse()
 

@@ -101,6 +101,11 @@ def test_create_without_a_valid_task_names_the_field_and_opens_nothing(driven: d
     assert bad["open_after_bad_create"] == []
 
 
+def test_create_with_another_task_on_an_open_instance_is_refused(driven: dict[str, Any]) -> None:
+    refused = driven["bad"]["other_task_joins"]
+    assert refused is not None and refused.startswith("instance 'args' holds task ")
+
+
 def test_unknown_instance_and_bad_arguments_answer_error_envelopes(driven: dict[str, Any]) -> None:
     assert driven["bad"]["unknown_instance"]["error"]["code"] == 404
     assert "'never-created'" in driven["bad"]["unknown_instance"]["error"]["message"]

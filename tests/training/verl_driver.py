@@ -96,6 +96,12 @@ async def bad_input(tools: dict[str, BaseTool], task: Any) -> dict[str, Any]:
     response, _, _ = await tools["call_tool"].execute("never-created", {"tool_name": "x__y", "arguments": {}})
     seen["unknown_instance"] = json.loads(response.text)
     await tools["call_tool"].create("args", create_kwargs={"task": task.model_dump_json()})
+    other = generate(1, seed=20, hub=CompoWorldEnv.shared_hub()).tasks[0]
+    try:
+        await tools["list_tools"].create("args", create_kwargs={"task": other.model_dump_json()})
+        seen["other_task_joins"] = None
+    except ValueError as exc:
+        seen["other_task_joins"] = str(exc)
     response, _, _ = await tools["call_tool"].execute("args", {"tool_name": task.plan[0].tool, "arguments": "x"})
     seen["bad_arguments"] = json.loads(response.text)
     await tools["call_tool"].release("args")
