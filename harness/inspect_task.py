@@ -26,7 +26,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import anyio.to_thread
 from inspect_ai import Task as InspectTask
 from inspect_ai import task
 from inspect_ai.dataset import MemoryDataset, Sample
@@ -59,18 +58,28 @@ class Episode:
         self.world = world
         self.env = env
         self.started_at = time.time()
+        self.recorded = False  # stored in the run store (by the scorer, or by cleanup when scoring never ran)
 
 
 class Episodes:
     """The worlds of an evaluation's running samples, by sample uuid (one per sample and epoch): setup opens
     them, the scorer scores and records them, cleanup closes whatever scoring did not reach."""
 
-    def __init__(self, hub: Hub, tasks: dict[str, Task], store: RunStore, run: str) -> None:
+    def __init__(self, hub: Hub, tasks: dict[str, Task], store: Path, run: str) -> None:
         self.hub = hub
         self.tasks = tasks
-        self.store = store
+        self.store_path = store
         self.run = run
         self.open: dict[str, Episode] = {}
+        self._store: RunStore | None = None
+
+    @property
+    def store(self) -> RunStore:
+        """The run store, opened on first use: by the thread of Inspect's event loop, which scores and cleans up
+        (a SQLite connection serves only the thread that opened it, and that need not be the task's)."""
+        if self._store is None:
+            self._store = RunStore(self.store_path)
+        return self._store
 
     def start(self, uuid: str, task_id: str) -> Episode:
         if task_id not in self.tasks:
@@ -86,9 +95,56 @@ class Episodes:
             raise KeyError(f"sample {uuid!r} has no open world (did the compoworld setup run?)")
         return self.open[uuid]
 
-    def close(self, uuid: str) -> None:
-        episode = self.open.pop(uuid, None)
-        if episode is not None:
+    def record(
+        self,
+        state: TaskState,
+        report: dict[str, Any],
+        messages: list[dict[str, Any]],
+        finish: FinishReason,
+        error: str | None = None,
+    ) -> tuple[str, Trajectory]:
+        """Score the sample's world with ``report`` and store the episode, as the harness scores and stores one;
+        its episode id and trajectory."""
+        episode = self.get(state.uuid)
+        result = episode.world.score(episode.task.rubric, report=report)
+        trajectory = Trajectory(
+            task_id=episode.task.id,
+            agent=f"inspect:{state.model}",
+            model=str(state.model),
+            surface="gateway",
+            path="inprocess",
+            rollout=state.epoch - 1,
+            messages=messages,
+            tools=episode.env.tools(),
+            tool_calls=list(episode.env.calls),
+            report=report,
+            final_hash=episode.world.hash(),
+            criteria=result.criteria,
+            score=result.score,
+            net_score=result.net_score,
+            success=result.success,
+            finish_reason=finish,
+            error=error,
+            started_at=episode.started_at,
+            duration_s=round(time.time() - episode.started_at, 4),
+            services=episode.task.services,
+        )
+        episode.recorded = True
+        return self.store.add(self.run, trajectory, episode.task), trajectory
+
+    def close(self, state: TaskState) -> None:
+        """Close the sample's world; an episode that was never scored (Inspect skips scoring a sample whose
+        solver failed or was cancelled) is stored first as ``error`` with an empty report, as the harness stores
+        an episode whose agent failed."""
+        episode = self.open.get(state.uuid)
+        if episode is None:
+            return
+        try:
+            if not episode.recorded:
+                message = "the sample ended without being scored (an error or a cancellation in Inspect)"
+                self.record(state, {}, openai_messages(state.messages), "error", message)
+        finally:
+            del self.open[state.uuid]
             episode.world.close()
 
 
@@ -137,33 +193,12 @@ def rubric(episodes: Episodes) -> Scorer:
     async def score(state: TaskState, target: Target) -> Score:
         episode = episodes.get(state.uuid)
         report = parse_report(state.output.completion if state.output else None)
-        result = await anyio.to_thread.run_sync(lambda: episode.world.score(episode.task.rubric, report=report))
         messages = openai_messages(state.messages)
-        trajectory = Trajectory(
-            task_id=episode.task.id,
-            agent=f"inspect:{state.model}",
-            model=str(state.model),
-            surface="gateway",
-            path="inprocess",
-            rollout=state.epoch - 1,
-            messages=messages,
-            tools=episode.env.tools(),
-            tool_calls=list(episode.env.calls),
-            report=report,
-            final_hash=episode.world.hash(),
-            criteria=result.criteria,
-            score=result.score,
-            net_score=result.net_score,
-            success=result.success,
-            finish_reason=finish_reason(messages, episode),
-            started_at=episode.started_at,
-            duration_s=round(time.time() - episode.started_at, 4),
-            services=episode.task.services,
-        )
-        key = episodes.store.add(episodes.run, trajectory, episode.task)
-        failed = [c.id for c in result.criteria if not c.passed]
+        # On the event loop, as the tool calls are: the run store's SQLite connection belongs to this thread.
+        key, trajectory = episodes.record(state, report, messages, finish_reason(messages, episode))
+        failed = [c.id for c in trajectory.criteria if not c.passed]
         return Score(
-            value={"score": result.score, "net_score": result.net_score, "success": float(result.success)},
+            value={"score": trajectory.score, "net_score": trajectory.net_score, "success": float(trajectory.success)},
             answer=json.dumps(report),
             explanation=f"failed criteria: {', '.join(failed)}" if failed else "every criterion passed",
             metadata={"episode_id": key, "run": episodes.run, "final_hash": trajectory.final_hash},
@@ -249,13 +284,12 @@ def compoworld(
     if len(by_id) != len(loaded):
         raise ValueError(f"tasks: {tasks!r} repeats a task id")
     name = run or f"inspect-{time.strftime('%Y%m%d-%H%M%S')}"
-    runs = RunStore(Path(store))
-    runs.start_run(name, RunConfig(surface="gateway", path="inprocess"), loaded)
+    RunStore(Path(store)).start_run(name, RunConfig(surface="gateway", path="inprocess"), loaded)
     hub = default_hub(services=sorted({s for t in loaded for s in t.mounted}))
-    episodes = Episodes(hub, by_id, runs, name)
+    episodes = Episodes(hub, by_id, Path(store), name)
 
     async def close_world(state: TaskState) -> None:
-        episodes.close(state.uuid)
+        episodes.close(state)
 
     return InspectTask(
         dataset=samples(loaded),

@@ -189,6 +189,33 @@ def test_a_report_left_out_fails_the_report_criteria_as_in_the_harness(tasks: li
     assert episode.score < 1.0
 
 
+def test_a_sample_whose_model_fails_is_stored_as_an_error_episode(tasks: list[Task], tmp_path: Path) -> None:
+    calls = 0
+
+    def failing(messages: list[ChatMessage], *_: Any) -> ModelOutput:
+        nonlocal calls
+        calls += 1
+        if calls == 1:  # one real call first, so the stored episode shows the world it left behind
+            reply = ModelOutput.for_tool_call(MODEL, "list_services", {}, tool_call_id="call_1")
+            reply.usage = ModelUsage(input_tokens=1, output_tokens=1, total_tokens=2)
+            return reply
+        raise RuntimeError("the model endpoint went away")
+
+    write_jsonl(tasks[:1], tmp_path / "tasks.jsonl")
+    logs = inspect_eval(
+        compoworld(tasks=str(tmp_path / "tasks.jsonl"), store=str(tmp_path / "runs.db"), run="broken"),
+        model=MODEL,
+        model_args={"custom_outputs": failing},
+        log_dir=str(tmp_path / "logs"),
+        display="none",
+    )
+    assert logs[0].status == "error"  # Inspect skips scoring the failed sample
+    [episode] = RunStore(tmp_path / "runs.db").trajectories("broken")
+    assert (episode.finish_reason, episode.score, episode.success) == ("error", 0.0, False)
+    assert [c.name for c in episode.tool_calls] == ["list_services"]
+    assert episode.error and "without being scored" in episode.error
+
+
 def _final(text: str) -> ModelOutput:
     reply = ModelOutput.from_content(MODEL, text)
     reply.usage = ModelUsage(input_tokens=1, output_tokens=1, total_tokens=2)
