@@ -13,11 +13,16 @@ from __future__ import annotations
 
 import importlib
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 import typer.main
 from typer.core import TyperCommand, TyperGroup
+
+if TYPE_CHECKING:  # the settings models are imported when a command runs, so that --help stays fast
+    from pydantic import BaseModel
+
+Settings = TypeVar("Settings", bound="BaseModel")
 
 #: The sub-commands other packages own, as ``name: "module:attribute"`` (a ``typer.Typer`` group
 #: or a command function), in the order ``compoworld --help`` lists them (commands, then groups).
@@ -115,26 +120,29 @@ def train_sft_cmd(
     """Supervised fine-tuning on verified trajectories (TRL SFTTrainer)."""
     import json
 
-    from training.sft import train_sft
+    from training.config import SFTTraining
+
+    config = _settings(
+        SFTTraining,
+        model=model,
+        data=list(data),
+        output=output,
+        max_steps=max_steps,
+        epochs=epochs,
+        learning_rate=learning_rate,
+        batch_size=batch_size,
+        lora=lora,
+        turns=turns,
+        assistant_only_loss=assistant_only_loss,
+    )
+    from training.sft import train_sft  # after the flags are checked: it imports the training stack
 
     tools = None
     if env_tools:
         from training.grpo import env_tool_schemas
 
         tools = env_tool_schemas()
-    result = train_sft(
-        model,
-        list(data),
-        output,
-        max_steps,
-        epochs,
-        learning_rate,
-        batch_size,
-        lora=lora,
-        tools=tools,
-        turns=turns,
-        assistant_only_loss=assistant_only_loss,
-    )
+    result = train_sft(config, tools)
     if as_json:
         print(json.dumps(result))
     else:
@@ -172,24 +180,28 @@ def train_grpo_cmd(
     `compoworld export sft <run>` read it like any other run."""
     import json
 
-    from training.grpo import train_grpo
+    from training.config import GRPOTraining
 
-    result = train_grpo(
-        model,
-        str(tasks),
-        str(output),
-        max_steps,
-        num_generations,
-        max_completion_length,
-        learning_rate=learning_rate,
+    config = _settings(
+        GRPOTraining,
+        model=model,
+        tasks=tasks,
+        output=output,
+        max_steps=max_steps,
+        num_generations=num_generations,
+        max_completion_length=max_completion_length,
         reward=reward,
-        max_tool_calling_iterations=max_tool_calling_iterations,
-        lora=lora,
+        learning_rate=learning_rate,
         temperature=temperature,
+        max_tool_calling_iterations=max_tool_calling_iterations,
         max_tasks=max_tasks,
+        lora=lora,
         store=store,
         run=run_name,
     )
+    from training.grpo import train_grpo  # after the flags are checked: it imports the training stack
+
+    result = train_grpo(config)
     if as_json:
         print(json.dumps(result))
     else:
@@ -197,6 +209,18 @@ def train_grpo_cmd(
             f"trained {max_steps} GRPO steps on {result['tasks']} tasks; saved to {result['output_dir']}; "
             f"rollouts in run {result['run']!r} of {result['store']}"
         )
+
+
+def _settings(settings: type[Settings], **flags: Any) -> Settings:
+    """The settings the flags describe; a value they cannot hold is a usage error (exit 2), not a traceback."""
+    from pydantic import ValidationError
+
+    try:
+        return settings(**flags)
+    except ValidationError as exc:
+        problems = "; ".join(f"--{'-'.join(map(str, e['loc'])).replace('_', '-')}: {e['msg']}" for e in exc.errors())
+        typer.echo(f"error: {problems}", err=True)
+        raise typer.Exit(2) from None
 
 
 serve_app = typer.Typer(help="Serve CompoWorld to other frameworks' clients.", no_args_is_help=True)

@@ -20,7 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from harness.agent_spec import AgentSpec
 from harness.agents import parse_report, system_prompt
+from harness.config import RunConfig
 from harness.env import InProcessEnv
 from harness.store import RunStore
 from harness.trajectory import FinishReason, ToolCall, Trajectory
@@ -29,6 +31,7 @@ from hub.rubric import ScoreResult
 from hub.surfaces import GATEWAY_TOOLS
 from hub.world import World
 from taskgen.task import Task, read_jsonl
+from training.config import GRPOTraining
 from training.rewards import binary_success, cfrr, rubric_fraction
 from training.sft import sft_rows
 from training.tiny import SEED, TINY, rendered_texts, tiny_model, tiny_tokenizer
@@ -46,7 +49,7 @@ class RolloutRecording:
     store: RunStore
     run: str
     model: str
-    config: dict[str, Any] = field(default_factory=dict)
+    config: RunConfig = field(default_factory=lambda: RunConfig(surface="gateway"))
     next_rollout: dict[str, int] = field(default_factory=dict)
 
     @property
@@ -342,31 +345,16 @@ def grpo_rows(tasks: Sequence[Task]) -> list[dict[str, Any]]:
     ]
 
 
-def train_grpo(
-    model: str,
-    tasks_file: str,
-    output_dir: str,
-    max_steps: int = 10,
-    num_generations: int = 4,
-    max_completion_length: int = 512,
-    learning_rate: float = 1e-6,
-    reward: str = "cfrr",
-    max_tool_calling_iterations: int = 12,
-    lora: bool = False,
-    sft_data: list[str] | None = None,
-    temperature: float = 1.0,
-    max_tasks: int | None = None,
-    store: str | Path = "runs/runs.db",
-    run: str | None = None,
-) -> dict[str, Any]:
+def train_grpo(config: GRPOTraining) -> dict[str, Any]:
     """One GRPO run with TRL: the gateway environment, rubric rewards grouped by task.
 
-    Every rollout the reward function scores is recorded into the run store ``store`` (the harness's default, so
-    ``compoworld report <run>`` finds it) as a trajectory of run ``run`` (default: the name of ``output_dir``), with
-    its calls and per-criterion results: a GRPO run is reported and exported to SFT like any other run.
+    Every rollout the reward function scores is recorded into the run store ``config.store`` (the harness's
+    default, so ``compoworld report <run>`` finds it) as a trajectory of run ``config.run_name``, with its calls and
+    per-criterion results: a GRPO run is reported and exported to SFT like any other run. The run's stored config
+    holds ``config`` under ``training``.
 
     ``model="tiny"`` builds the local smoke model with random weights (its tokenizer is trained on ``sft_data`` or
-    on the prompts); it emits no tool calls. A tiny model warmed up by ``train_sft(..., env_tools=True)`` does.
+    on the prompts); it emits no tool calls. A tiny model warmed up by ``compoworld train sft --env-tools`` does.
     ``max_tasks`` keeps the first tasks of the file only. Returns the logged metrics.
     """
     import os
@@ -375,13 +363,16 @@ def train_grpo(
     from trl import GRPOConfig, GRPOTrainer
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
-    tasks = list(read_jsonl(tasks_file))[:max_tasks]
+    model, num_generations, output_dir = config.model, config.num_generations, str(config.output)
+    tasks = list(read_jsonl(config.tasks))[: config.max_tasks]
     rows = grpo_rows(tasks)
     cpu = False
     if model == TINY:
         tools = env_tool_schemas()
         source = (
-            sft_rows(sft_data, tools=tools) if sft_data else [{"messages": r["prompt"], "tools": tools} for r in rows]
+            sft_rows(config.sft_data, tools=tools)
+            if config.sft_data
+            else [{"messages": r["prompt"], "tools": tools} for r in rows]
         )
         tokenizer: Any = tiny_tokenizer(rendered_texts(source))
         network: Any = tiny_model(tokenizer, seed=SEED)
@@ -393,9 +384,9 @@ def train_grpo(
         tokenizer = AutoTokenizer.from_pretrained(model)
         network = AutoModelForCausalLM.from_pretrained(model)
         cpu = not torch.cuda.is_available()  # e.g. a warmed-up tiny model; TRL's bf16 default needs a GPU
-    rewards: Any = {"cfrr": cfrr_reward, "rubric": rubric_reward, "success": success_reward}[reward]
+    rewards: Any = {"cfrr": cfrr_reward, "rubric": rubric_reward, "success": success_reward}[config.reward]
     peft_config = None
-    if lora:
+    if config.lora:
         from peft import LoraConfig
 
         peft_config = LoraConfig(
@@ -403,31 +394,29 @@ def train_grpo(
         )
     args = GRPOConfig(
         output_dir=output_dir,
-        max_steps=max_steps,
+        max_steps=config.max_steps,
         per_device_train_batch_size=num_generations,
         num_generations=num_generations,
-        max_completion_length=max_completion_length,
-        learning_rate=learning_rate,
-        temperature=temperature,
+        max_completion_length=config.max_completion_length,
+        learning_rate=config.learning_rate,
+        temperature=config.temperature,
         logging_steps=1,
         report_to=[],
         use_cpu=cpu,
         save_strategy="no",
-        max_tool_calling_iterations=max_tool_calling_iterations,
+        max_tool_calling_iterations=config.max_tool_calling_iterations,
     )
-    config = {
-        "trainer": "grpo",
-        "model": model,
-        "reward": reward,
-        "num_generations": num_generations,
-        "max_steps": max_steps,
-        "learning_rate": learning_rate,
-        "temperature": temperature,
-        "surface": "gateway",
-    }
-    run_name = run or Path(output_dir).name
+    run_name = config.run_name
     previous = CompoWorldEnv.recording
-    CompoWorldEnv.recording = RolloutRecording(RunStore(store), run_name, model, config)
+    recording = RolloutRecording(RunStore(config.store), run_name, model)
+    # One rollout group per task and step: the stored config says so, and keeps every training setting.
+    recording.config = RunConfig(
+        surface="gateway",
+        rollouts=num_generations,
+        agents=[AgentSpec(name=recording.agent, model=model)],
+        training={"trainer": "grpo", **config.model_dump(mode="json")},
+    )
+    CompoWorldEnv.recording = recording
     trainer = GRPOTrainer(
         model=network,
         reward_funcs=[rewards],
@@ -446,6 +435,6 @@ def train_grpo(
         "log": [dict(h) for h in trainer.state.log_history],
         "tasks": len(tasks),
         "output_dir": output_dir,
-        "store": str(store),
+        "store": str(config.store),
         "run": run_name,
     }

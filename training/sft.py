@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from hub.surfaces import GATEWAY_NAMES
+from training.config import SFTTraining
 from training.tiny import SEED, TINY, rendered_texts, tiny_model, tiny_tokenizer
 
 
@@ -150,32 +151,20 @@ def load_sft_dataset(
     )
 
 
-def train_sft(
-    model: str,
-    data: list[str | Path],
-    output_dir: str | Path,
-    max_steps: int = -1,
-    epochs: float = 1.0,
-    learning_rate: float = 2e-5,
-    batch_size: int = 2,
-    max_length: int = 4096,
-    lora: bool = False,
-    cpu: bool = False,
-    tools: list[dict[str, Any]] | None = None,
-    turns: int | None = None,
-    assistant_only_loss: bool = False,
-) -> dict[str, Any]:
-    """Run TRL's ``SFTTrainer``; ``model="tiny"`` builds the local smoke-test model. Returns the losses.
+def train_sft(config: SFTTraining, tools: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Run TRL's ``SFTTrainer`` with ``config``; ``model="tiny"`` builds the local smoke-test model. Returns the losses.
 
     ``tools`` renders every row with these tool schemas instead of its own (for gateway rows, the schemas of
-    GRPO's environment: :func:`training.grpo.env_tool_schemas`, ``compoworld train sft --env-tools``), ``turns``
-    keeps the first assistant turns of each conversation only and ``assistant_only_loss`` trains on the
-    assistant's tokens only: together, a warm-up that teaches a model the first tool calls of the very prompts
-    ``train_grpo`` will show it.
+    GRPO's environment: :func:`training.grpo.env_tool_schemas`, ``compoworld train sft --env-tools``),
+    ``config.turns`` keeps the first assistant turns of each conversation only and ``config.assistant_only_loss``
+    trains on the assistant's tokens only: together, a warm-up that teaches a model the first tool calls of the
+    very prompts ``train_grpo`` will show it.
     """
     from trl import SFTConfig, SFTTrainer
 
-    rows = sft_rows(data, tools=tools, turns=turns)
+    model, data, cpu, learning_rate = config.model, config.data, config.cpu, config.learning_rate
+    output_dir = str(config.output)
+    rows = sft_rows(data, tools=tools, turns=config.turns)
     dataset = sft_dataset(rows)
     if model == TINY:
         # The tokenizer learns the whole conversations (tool results too), even when the training keeps a few turns.
@@ -191,7 +180,7 @@ def train_sft(
         network = AutoModelForCausalLM.from_pretrained(model)
         cpu = cpu or not torch.cuda.is_available()  # TRL's bf16 default needs a GPU
     peft_config = None
-    if lora:
+    if config.lora:
         from peft import LoraConfig
 
         peft_config = LoraConfig(
@@ -202,23 +191,23 @@ def train_sft(
             target_modules=["q_proj", "k_proj", "v_proj", "o_proj"],
         )
     args = SFTConfig(
-        output_dir=str(output_dir),
-        max_steps=max_steps,
-        num_train_epochs=epochs,
-        per_device_train_batch_size=batch_size,
+        output_dir=output_dir,
+        max_steps=config.max_steps,
+        num_train_epochs=config.epochs,
+        per_device_train_batch_size=config.batch_size,
         learning_rate=learning_rate,
         logging_steps=5,
         report_to=[],
-        max_length=max_length,
+        max_length=config.max_length,
         use_cpu=cpu,
         save_strategy="no",
-        assistant_only_loss=assistant_only_loss,
+        assistant_only_loss=config.assistant_only_loss,
         gradient_checkpointing=model != TINY,  # TRL's default; a tiny model has no memory to save
     )
     trainer = SFTTrainer(
         model=network, args=args, train_dataset=dataset, processing_class=tokenizer, peft_config=peft_config
     )
     trainer.train()
-    trainer.save_model(str(output_dir))
+    trainer.save_model(output_dir)
     losses = [float(h["loss"]) for h in trainer.state.log_history if "loss" in h]
-    return {"losses": losses, "examples": len(dataset), "output_dir": str(output_dir)}
+    return {"losses": losses, "examples": len(dataset), "output_dir": output_dir}

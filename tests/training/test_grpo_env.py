@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
+from harness.config import RunConfig
 from harness.env import function_spec
 from harness.export import export_sft
 from harness.metrics import summary
@@ -107,7 +108,8 @@ def test_env_tool_schemas_are_what_trl_renders_for_the_environment() -> None:
 
 @pytest.fixture
 def recording(tmp_path: Path) -> Iterator[RolloutRecording]:
-    recording = RolloutRecording(RunStore(tmp_path / "runs.db"), "grpo-test", "models/tiny-warm", {"trainer": "grpo"})
+    config = RunConfig(surface="gateway", training={"trainer": "grpo"})
+    recording = RolloutRecording(RunStore(tmp_path / "runs.db"), "grpo-test", "models/tiny-warm", config)
     CompoWorldEnv.recording = recording
     yield recording
     CompoWorldEnv.recording = None

@@ -171,6 +171,9 @@ def test_train_grpo_command_runs_a_step_with_the_environment_and_cfrr(
     store = RunStore(tmp_path / "runs.db")
     trajectories = list(store.trajectories("grpo"))
     assert len(trajectories) == 2 and {t.agent for t in trajectories} == {f"grpo:{warm_model[0].name}"}
+    config = store.config("grpo")  # the run's config says how its rollouts were made
+    assert config is not None and config.surface == "gateway" and config.agent_names == [f"grpo:{warm_model[0].name}"]
+    assert config.training["trainer"] == "grpo" and config.training["num_generations"] == 2
     assert all(t.criteria and t.tools for t in trajectories)
     calls = sum(len(t.tool_calls) for t in trajectories)
     assert calls == pytest.approx(2 * step["env/gateway_calls"]) and len(store.steps("grpo")) == calls
