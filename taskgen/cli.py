@@ -88,30 +88,23 @@ def generate_cmd(
     ] = None,
 ) -> None:
     """Generate verified tasks (same seed, same file) and write them as JSONL."""
-    from taskgen.generate import default_hub, generate, generate_parallel, stats
+    from taskgen.generate import GenerationConfig, generate_tasks, stats
     from taskgen.task import write_jsonl
 
-    chosen = _services(services)
+    config = GenerationConfig(
+        n=n,
+        seed=seed,
+        services=_services(services),
+        worldmodel=not no_worldmodel,
+        min_services=min_services,
+        source=_source(source),
+        workers=max(1, workers),  # 0 and 1 both meant "in this process"
+    )
     with Progress(
         TextColumn("generating"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err
     ) as progress:
         bar = progress.add_task("tasks", total=n)
-        if workers > 1:
-            result = generate_parallel(
-                n,
-                seed,
-                workers,
-                chosen,
-                not no_worldmodel,
-                min_services,
-                on_progress=lambda done: progress.update(bar, completed=done),
-                source=_source(source),
-            )
-        else:
-            hub = default_hub(chosen, worldmodel=not no_worldmodel)
-            result = generate(
-                n, seed, hub, min_services=min_services, on_task=lambda t: progress.advance(bar), source=_source(source)
-            )
+        result = generate_tasks(config, on_progress=lambda done: progress.update(bar, completed=done))
     rewrites: dict[str, int] = {}
     if writer:
         from taskgen.rewrite import Rewriter
@@ -125,6 +118,7 @@ def generate_cmd(
     if writer:
         summary["rewrites"] = rewrites
     summary["attempts"] = result.attempts
+    summary["config"] = config.model_dump(mode="json")  # what made the file: the same config makes it again
     out.with_suffix(".stats.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
     err.print(
         f"wrote {len(result.tasks)} tasks to {out} ({result.attempts} walks, rejections: "

@@ -11,6 +11,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from hub.core import Hub
 from hub.registry import native_entry
 from taskgen.adversaries import prepare as prepare_panel
@@ -56,6 +58,24 @@ class Generation:
 
 Source = Literal["walks", "patterns"]
 SOURCES: tuple[str, ...] = ("patterns", "walks")
+
+
+class GenerationConfig(BaseModel):
+    """What ``compoworld tasks generate`` generates, shared by the CLI and the Python API (:func:`generate_tasks`);
+    the CLI keeps it in the output's ``.stats.json``. Every field here means the same in one process and on
+    ``workers`` processes, so the same config gives the same tasks either way."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    n: int = Field(100, description="verified tasks wanted")
+    seed: int = Field(0, description="seed of the run: the world seed and the walks")
+    services: list[str] | None = Field(None, description="the services to build tasks over (None: all)")
+    worldmodel: bool = Field(True, description="mount the world model's simulated services")
+    min_services: int = Field(2, description="services a task must involve at least")
+    source: Source = Field("patterns", description="business workflow patterns, or random walks over the tool graph")
+    workers: int = Field(1, ge=1, description="processes (1: in this process)")
+
+
 TRIGGER_TRIES = 3
 DISTRACTORS = 10
 """Services mounted beside a pattern task's own, none of which it needs (as in the published tasks)."""
@@ -173,6 +193,34 @@ def generate(
             if on_task is not None:
                 on_task(result)
     return out
+
+
+def generate_tasks(
+    config: GenerationConfig, hub: Hub | None = None, on_progress: Callable[[int], None] | None = None
+) -> Generation:
+    """The tasks ``config`` describes, in this process or on ``config.workers`` processes; ``hub`` (default: one over
+    ``config.services``) is the hub to generate over, ``on_progress`` is told how many tasks are found so far."""
+    if config.workers > 1:
+        return generate_parallel(
+            config.n,
+            config.seed,
+            config.workers,
+            config.services,
+            config.worldmodel,
+            config.min_services,
+            on_progress=on_progress,
+            hub=hub,
+            source=config.source,
+        )
+    found: list[Task] = []
+
+    def advance(task: Task) -> None:
+        found.append(task)
+        if on_progress is not None:
+            on_progress(len(found))
+
+    hub = hub or default_hub(config.services, worldmodel=config.worldmodel)
+    return generate(config.n, config.seed, hub, min_services=config.min_services, on_task=advance, source=config.source)
 
 
 def _unseen(result: Task | list[str], seen: set[tuple[str, ...]]) -> Task | list[str]:

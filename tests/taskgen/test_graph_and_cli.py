@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from hub.core import Hub
-from taskgen.generate import Generation
+from taskgen.generate import Generation, GenerationConfig
 from taskgen.graph import build_graph, summary
 from taskgen.rewrite import Rewriter
 from tests.conftest import ScriptedOpenAI
@@ -37,6 +37,10 @@ def test_cli_generates_stats_and_shows_tasks(tmp_path: Path) -> None:
     assert made.returncode == 0, made.stderr
     stats = json.loads(run("tasks", "stats", str(out), "--json").stdout)
     assert stats["n_tasks"] == 4 and "gate_rejections" in stats and "distinct_service_combos" in stats
+    made_by = json.loads(out.with_suffix(".stats.json").read_text())["config"]  # the file says what made it
+    assert GenerationConfig.model_validate(made_by) == GenerationConfig(
+        n=4, seed=3, services=FEW.split(","), source="walks"
+    )
     first = json.loads(out.read_text().splitlines()[0])
     shown = run("tasks", "show", first["id"], "--file", str(out))
     assert shown.returncode == 0 and first["instruction"][:40] in shown.stdout.replace("\n", " ")
