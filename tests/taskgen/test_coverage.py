@@ -1,0 +1,50 @@
+"""The reach of the pattern library: which patterns each service can join."""
+
+from __future__ import annotations
+
+from hub.core import Hub
+from taskgen.coverage import service_patterns, short_of
+from taskgen.pattern import Pattern, load_patterns
+
+
+def _pattern(trigger: str, reaction_op: str, reaction_entity: str, categories: list[str] | None = None) -> Pattern:
+    return Pattern.model_validate(
+        {
+            "id": "probe",
+            "category": "sales",
+            "personas": ["Sam, operations"],
+            "trigger": {"entity": [trigger], "state": [], "situation": ["The {entity} '{anchor}' came in."]},
+            "reactions": [
+                {
+                    "id": "act",
+                    "op": [reaction_op],
+                    "entity": [reaction_entity],
+                    "categories": categories or [],
+                    "ask": ["Do the thing."],
+                },
+                {"id": "other", "op": ["create"], "entity": ["no_such_kind"], "ask": ["And the other thing."]},
+            ],
+        }
+    )
+
+
+def test_a_service_joins_as_trigger_and_as_reaction(hub: Hub) -> None:
+    joined = service_patterns(hub.registry, [_pattern("deal", "send", "message")])
+    assert joined["crm"] == ["probe"]  # lists deals: the trigger
+    assert joined["email"] == ["probe"]  # sends messages: the reaction
+    assert joined["calendar"] == []
+
+
+def test_a_reaction_limited_to_categories_joins_only_those(hub: Hub) -> None:
+    category = hub.registry.services["email"].category
+    other = "finance" if category != "finance" else "sales"
+    assert service_patterns(hub.registry, [_pattern("deal", "send", "message", [other])])["email"] == []
+    assert service_patterns(hub.registry, [_pattern("deal", "send", "message", [category])])["email"] == ["probe"]
+
+
+def test_the_library_s_patterns_reach_the_core_services(hub: Hub) -> None:
+    joined = service_patterns(hub.registry, load_patterns())
+    assert set(joined) == set(hub.registry.services)
+    short = short_of(hub.registry)
+    for core in ("crm", "email", "calendar", "helpdesk", "invoicing", "tracker"):
+        assert core not in short and len(joined[core]) >= 3
