@@ -26,6 +26,7 @@ from harness.env import ToolEnv
 from harness.trajectory import FinishReason
 from hub.registry import ToolEntry
 from hub.world import World
+from servers.framework import Envelope
 from servers.state import WORLD_EPOCH
 from servers.types import semantic_of
 from taskgen.task import Task, resolve
@@ -104,7 +105,7 @@ class _Transcript:
         ]
         self.count = 0
 
-    def call(self, env: ToolEnv, name: str, arguments: dict[str, Any], reasoning: str | None = None) -> dict[str, Any]:
+    def call(self, env: ToolEnv, name: str, arguments: dict[str, Any], reasoning: str | None = None) -> Envelope:
         """Call a tool as one assistant turn; ``reasoning`` is what the agent thought before it."""
         self.count += 1
         call_id = f"call_{self.count}"
@@ -136,7 +137,7 @@ class OracleAgent:
 
     def run(self, task: Task, env: ToolEnv, rng: random.Random) -> AgentResult:
         transcript = _Transcript(task, env)
-        envelopes: list[dict[str, Any]] = []
+        envelopes: list[Envelope] = []
         listed: set[str] = set()
         described: set[str] = set()
         registry = env.world.hub.registry
@@ -159,7 +160,8 @@ class OracleAgent:
                 kind = rng.choice(sorted({m.code for m in found}))
                 mistake = rng.choice([m for m in found if m.code == kind])
                 failed = _call_plan_tool(transcript, env, step.tool, mistake.arguments)
-                error = failed.get("error") or {}
+                body = failed.get("error")
+                error = body if isinstance(body, dict) else {}
                 reasoning = f"The call failed with {error.get('code')} ({error.get('message')}). {mistake.fix}"
             envelopes.append(_call_plan_tool(transcript, env, step.tool, arguments, reasoning))
         transcript.finish(dict(task.expected_report), "All steps are done.")
@@ -168,7 +170,7 @@ class OracleAgent:
 
 def _call_plan_tool(
     transcript: _Transcript, env: ToolEnv, tool: str, arguments: dict[str, Any], reasoning: str | None = None
-) -> dict[str, Any]:
+) -> Envelope:
     if env.surface == "gateway":
         return transcript.call(env, "call_tool", {"tool_name": tool, "arguments": arguments}, reasoning)
     return transcript.call(env, tool, arguments, reasoning)

@@ -13,7 +13,7 @@ environment owns).
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
-from typing import Any
+from typing import Any, cast
 
 import mcp_types as types
 from anyio.from_thread import BlockingPortal, start_blocking_portal
@@ -65,7 +65,8 @@ class ToolEnv:
 
     def call(self, name: str, arguments: Any) -> Envelope:
         """Call a tool of the surface; always an envelope; recorded."""
-        return self.record(name, arguments).envelope
+        # The record keeps the envelope as a plain dict (the model does not re-validate it per call).
+        return cast(Envelope, self.record(name, arguments).envelope)
 
     def call_tool(self, tool: str, arguments: dict[str, Any]) -> Envelope:
         """Call a qualified tool whatever the surface (through ``call_tool`` on the gateway)."""
@@ -113,7 +114,7 @@ class MCPEnv(ToolEnv):
         result = self._portal.call(self._client.call_tool, name, arguments)
         structured = result.structured_content
         if isinstance(structured, dict) and "success" in structured:
-            return structured
+            return cast(Envelope, structured)  # the server's envelope, as it sent it
         text = "".join(c.text for c in result.content if isinstance(c, types.TextContent))
         return {"success": False, "error": {"code": 502, "message": text or "no structured result"}}
 

@@ -25,7 +25,7 @@ import shutil
 import sys
 import threading
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from harness.agents import HOUSE_RULES
 from harness.env import InProcessEnv
@@ -110,7 +110,7 @@ class Session:
             self._calls.flush()
             self._view.write(agent_view(record))
             self._view.flush()
-            return record.envelope
+            return cast(Envelope, record.envelope)
 
     def close(self) -> None:
         self._calls.close()

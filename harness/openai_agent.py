@@ -19,7 +19,7 @@ import openai
 
 from harness.agents import AgentResult, parse_report, system_prompt, world_today
 from harness.env import ToolEnv
-from servers.framework import error
+from servers.framework import Envelope, error
 from taskgen.task import Task
 
 RETRYABLE = (openai.APIConnectionError, openai.APITimeoutError, openai.RateLimitError, openai.InternalServerError)
@@ -106,6 +106,7 @@ class OpenAIAgent:
             if not calls:
                 return AgentResult(messages, parse_report(message.content), "completed")
             for call in calls:
+                envelope: Envelope
                 try:
                     arguments = json.loads(call.function.arguments or "{}")
                 except ValueError as exc:

@@ -53,8 +53,11 @@ from servers.tooling import (
     Declared,
     Deferred,
     Envelope,
+    Err,
+    ErrorBody,
     Forbidden,
     NotFound,
+    Ok,
     Op,
     Param,
     ServiceError,
@@ -76,9 +79,9 @@ from servers.types import Count, Offset
 # Re-exported: services import the whole boundary from here.
 __all__ = [
     "ENVELOPE_ERROR_SCHEMA", "WORLD_EPOCH", "BadGateway", "BadRequest", "Conflict", "Declared", "Deferred", "Envelope",
-    "Forbidden", "NotFound", "Op", "Page", "Param", "Record", "Service", "ServiceError", "ServiceState", "Source",
-    "Tool", "ToolKind", "ToolMeta", "Unavailable", "adapter", "build_tool", "contains", "envelope_schema", "error",
-    "make_tool", "ok", "paginate", "parse_docstring", "require", "validator",
+    "Err", "ErrorBody", "Forbidden", "NotFound", "Ok", "Op", "Page", "Param", "Record", "Service", "ServiceError",
+    "ServiceState", "Source", "Tool", "ToolKind", "ToolMeta", "Unavailable", "adapter", "build_tool", "contains",
+    "envelope_schema", "error", "make_tool", "ok", "paginate", "parse_docstring", "require", "validator",
 ]  # fmt: skip
 
 if TYPE_CHECKING:

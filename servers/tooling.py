@@ -21,7 +21,7 @@ import re
 import typing
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 from pydantic import AwareDatetime, BaseModel, NaiveDatetime, TypeAdapter, ValidationError
 from pydantic.fields import FieldInfo
@@ -30,7 +30,30 @@ from pydantic_core import to_jsonable_python
 from servers import schema_cache
 
 ToolKind = Literal["read", "write"]
-Envelope = dict[str, Any]
+
+
+class ErrorBody(TypedDict):
+    code: int
+    message: str
+
+
+class Ok(TypedDict):
+    """A tool's answer when it worked."""
+
+    success: Literal[True]
+    data: Any
+
+
+class Err(TypedDict):
+    """A tool's answer when it did not: an HTTP-like ``code`` and a message naming what was wrong."""
+
+    success: Literal[False]
+    error: ErrorBody
+
+
+Envelope = Ok | Err
+"""What every tool answers. A type only: envelopes are plain dicts at run time (JSON in, JSON out),
+so a value that crosses a boundary untyped (a parsed JSON reply) is checked, not converted."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -75,11 +98,11 @@ class Unavailable(ServiceError):
     code = 503
 
 
-def ok(data: Any) -> Envelope:
+def ok(data: Any) -> Ok:
     return {"success": True, "data": data}
 
 
-def error(code: int, message: str) -> Envelope:
+def error(code: int, message: str) -> Err:
     return {"success": False, "error": {"code": code, "message": message}}
 
 

@@ -34,6 +34,7 @@ from hub.collateral import units
 from hub.registry import ToolEntry
 from hub.rubric import CollateralCriterion, ScoreResult, normal_key
 from hub.world import World
+from servers.framework import Envelope
 from taskgen.task import Task, leaves, resolve
 from taskgen.walk import FREE_TEXT, Walker, collection_entities, op_of
 
@@ -148,7 +149,7 @@ class Panel:
 
     # -- the adversaries --------------------------------------------------------------------
 
-    def spam(self, world: World, envelopes: list[dict[str, Any]]) -> tuple[int, dict[str, Any]]:
+    def spam(self, world: World, envelopes: list[Envelope]) -> tuple[int, dict[str, Any]]:
         """After the oracle: every write of the plan again, then extra creates."""
         made = 0
         for step in self.task.plan:
@@ -162,7 +163,7 @@ class Panel:
         made += self._calls(world, self._of(self.written, CREATE_OPS) * 2, enough=2)
         return made, dict(self.task.expected_report)
 
-    def vandal(self, world: World, envelopes: list[dict[str, Any]]) -> tuple[int, dict[str, Any]]:
+    def vandal(self, world: World, envelopes: list[Envelope]) -> tuple[int, dict[str, Any]]:
         """After the oracle: destroy other records of the services the task writes."""
         touched = {repr(v) for envelope in envelopes for v in leaves(envelope.get("data"))}
         avoid = frozenset(self.plan_values | touched)
@@ -244,7 +245,7 @@ def _collections(state: dict[str, Any]) -> list[tuple[str, list[dict[str, Any]]]
 def run_panel(
     panel: Panel,
     oracle: World,
-    envelopes: list[dict[str, Any]],
+    envelopes: list[Envelope],
     names: Iterable[str] = PANEL,
 ) -> list[Attempt]:
     """Every adversary of ``names`` on the task: the oracle-plus ones on forks of ``oracle`` (the

@@ -27,7 +27,7 @@ from typing import Any
 from hub.core import Hub
 from hub.rubric import RecordCriterion, ServiceUntouchedCriterion, UnchangedCriterion, check
 from hub.world import World
-from servers.framework import error
+from servers.framework import Envelope, error
 from taskgen.adversaries import Panel, run_panel, verdict
 from taskgen.compose import leaks
 from taskgen.oracle import continue_plan, run_plan
@@ -122,7 +122,7 @@ def _fails_alone(
     task: Task,
     index: int,
     start: World,
-    envelopes: list[dict[str, Any]],
+    envelopes: list[Envelope],
     initial: Mapping[str, Any],
     positives: list[Any],
     total: float,
@@ -138,7 +138,7 @@ def _fails_alone(
         return False
     variant = start.fork()
     try:
-        seen: list[dict[str, Any]] = [*envelopes[:index], error(499, "step skipped")]
+        seen: list[Envelope] = [*envelopes[:index], error(499, "step skipped")]
         for step in task.plan[index + 1 :]:
             try:
                 arguments: Any = resolve(step.arguments, seen)

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from hub.core import Hub
 from hub.middleware import Recorder, ToolCall
 from hub.world import World
-from servers.framework import error
+from servers.framework import Envelope, error
 from taskgen.task import PlanStep, resolve
 
 
@@ -19,7 +18,7 @@ class OracleRun:
     asked for) and checkpoints of the world just before the steps asked for."""
 
     world: World
-    envelopes: list[dict[str, Any]]
+    envelopes: list[Envelope]
     records: list[ToolCall]
     checkpoints: dict[int, World]
 
@@ -46,7 +45,7 @@ def run_plan(
 def continue_plan(
     world: World,
     plan: list[PlanStep],
-    envelopes: list[dict[str, Any]],
+    envelopes: list[Envelope],
     start: int,
     skip: Iterable[int] = (),
     record: bool = True,

@@ -9,13 +9,14 @@ metadata (the walk, transfers, capabilities, policies). Tasks are plain data: JS
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from hub.rubric import Rubric
+from servers.framework import Envelope
 
 
 class PlanStep(BaseModel):
@@ -72,7 +73,7 @@ class Task(BaseModel):
         return sorted({*self.services, *self.distractor_services})
 
 
-def resolve(value: Any, results: list[dict[str, Any]]) -> Any:
+def resolve(value: Any, results: Sequence[Envelope]) -> Any:
     """Replace ``{"$ref": "steps.2.data.items.0.email"}`` by the value in step 2's envelope."""
     if isinstance(value, dict):
         if set(value) == {"$ref"}:

@@ -24,6 +24,7 @@ from typing import Any
 from hub.core import Hub
 from hub.registry import ToolEntry
 from hub.world import ServiceSlot, World
+from servers.framework import Envelope
 from servers.roles import ROLE_KEY, SYSTEM
 from servers.state import Change, diff, stable_hash
 from servers.types import SEMANTIC_KEY, resolve_ref
@@ -117,7 +118,7 @@ class StepInfo:
     entry: ToolEntry
     arguments: dict[str, Any]
     resolved: dict[str, Any]
-    envelope: dict[str, Any]
+    envelope: Envelope
     given: dict[str, Any] = field(default_factory=dict)
     carried: dict[str, Carried] = field(default_factory=dict)
     entity: str = ""

@@ -51,6 +51,7 @@ from hub.core import Hub
 from hub.http import same_token
 from hub.rubric import ScoreResult
 from hub.surfaces import GATEWAY_NAMES
+from servers.framework import Envelope
 from taskgen.task import Task, read_jsonl
 from training.grpo import CompoWorldEnv, RolloutRecording, final_text
 from training.rewards import binary_success, cfrr, rubric_fraction
@@ -306,7 +307,7 @@ def _bearer(request: Request) -> str:
     return value[7:].strip() if value.lower().startswith("bearer ") else ""
 
 
-def _error(code: int, message: str) -> dict[str, Any]:
+def _error(code: int, message: str) -> Envelope:
     return {"success": False, "error": {"code": code, "message": message}}
 
 

@@ -503,8 +503,8 @@ class Scenarios:
         codes = self.interp.violations(tool, args, before)
         envelope = self.service.call(state, tool.name, args)
         after = snapshot(state)
-        if not envelope.get("success"):
-            code = envelope.get("error", {}).get("code")
+        if not envelope["success"]:
+            code = envelope["error"]["code"]
             if after != before:
                 return f"args {args!r}: error {code} but the state changed"
             if not codes:
@@ -524,11 +524,11 @@ class Scenarios:
         state = self.service.restore(after)
         read = self.service.call(state, get, {f"{tool.entity}_id": record_id})
         if tool.op == "delete":
-            if read.get("success") or read.get("error", {}).get("code") != 404:
+            if read["success"] or read["error"]["code"] != 404:
                 return f"args {args!r}: deleted record {record_id!r} still reads back: {read!r}"
         else:
-            if not read.get("success"):
-                return f"args {args!r}: record {record_id!r} does not read back: {read.get('error')}"
+            if not read["success"]:
+                return f"args {args!r}: record {record_id!r} does not read back: {read['error']}"
             expected = self.interp.expected(tool, args, before)
             if tool.op == "create":
                 for name, spec_field in entity.fields.items():
