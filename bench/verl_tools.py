@@ -40,13 +40,11 @@ async def episode(tools: dict[str, Any], task: Any, instance: str, hub: Any) -> 
     """The harness oracle's gateway calls, each made through a verl tool and through the harness's in-process
     environment on a second world of the task (both worlds move in step); the ms of each call on each path."""
     from harness.env import InProcessEnv
-    from hub.middleware import Recorder
     from taskgen.task import resolve
 
     for tool in tools.values():
         await tool.create(instance, create_kwargs={"task": task})
     world = hub.open_world(services=task.mounted, seed=task.seed)
-    world.use(Recorder())
     env = InProcessEnv(world, "gateway")
     verl_ms: list[float] = []
     harness_ms: list[float] = []
