@@ -20,12 +20,21 @@ The lifecycle, per rollout (``instance_id``), shared by the four tools:
   reward and later calls an error envelope. CFRR needs the group: compute it from the stored criteria.
 - ``release(instance_id)``: when the last tool holding the instance releases it, the world closes (a rollout
   never scored is scored without a report and recorded first, so every rollout is in the store).
+
+verl 0.9's stock ``tool_agent`` loop (``ToolAgentLoop``) does not follow that lifecycle: around every single call
+it runs ``create(create_kwargs=...)`` without an instance id, ``execute(id, parameters, agent_data=...)`` and
+``release(id)``, and it never calls ``calc_reward``. A ``create`` without an id is therefore a per-call handle;
+its call runs in the world of its trajectory, keyed by verl's ``AgentData`` (one per trajectory: the key is put in
+its ``extra_fields`` as ``compoworld_instance``), opened on the trajectory's first call and, when verl drops the
+``AgentData`` at the trajectory's end, scored with the report in the last assistant message, recorded and closed.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -90,9 +99,60 @@ class Episodes:
 
     def __init__(self) -> None:
         self.open: dict[str, Episode] = {}
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()  # re-entrant: a trajectory's finalizer may run wherever the GC does
         self.recordings: dict[tuple[str, str, str], VerlRecording] = {}
         self.tasks: dict[str, dict[str, Task]] = {}
+        # Per-call handles (a ``create`` without an instance id, as verl's ToolAgentLoop makes around every call):
+        # the config and create arguments, and the tool that made it; the world opens on the call.
+        self.pending: dict[str, tuple[Mapping[str, Any], dict[str, Any], str]] = {}
+
+    def start(self, config: Mapping[str, Any], arguments: Mapping[str, Any]) -> Episode:
+        """A new episode: the named task's world, opened (raises, opening nothing, when the task is bad)."""
+        task = self.task(config, arguments)
+        env = CompoWorldEnv()
+        env.reset(task=task.model_dump_json())
+        return Episode(env, self.recording(config), config.get("reward", "net_score"))
+
+    def of_call(self, handle: str, agent_data: Any) -> Episode:
+        """The episode a per-call handle's call runs in: with verl's ``agent_data`` (one per trajectory), the
+        trajectory's, opened on its first call and finished when verl lets go of the trajectory (scored with the
+        report in its last assistant message, recorded, closed); without, the handle's own."""
+        config, arguments, tool = self.pending.pop(handle)
+        if agent_data is None:
+            episode = self.open[handle] = self.start(config, arguments)
+            episode.holders.add(tool)
+            return episode
+        fields = agent_data.extra_fields
+        key = fields.get(TRAJECTORY_FIELD)
+        if key not in self.open:
+            key = f"trajectory-{uuid4().hex}"
+            episode = self.start(config, arguments)
+            episode.holders.add(TRAJECTORY_FIELD)
+            self.open[key] = episode
+            fields[TRAJECTORY_FIELD] = key  # also tells verl's reward side which episode this was
+            # verl calls no tool at a trajectory's end; its AgentData lives exactly as long as the trajectory.
+            weakref.finalize(agent_data, self.end_trajectory, key, agent_data.messages)
+        return self.open[key]
+
+    def end_trajectory(self, key: str, messages: list[Any]) -> None:
+        with self.lock:
+            episode = self.open.pop(key, None)
+        if episode is None:
+            return
+        try:
+            if episode.result is None:
+                final = next(
+                    (
+                        m["content"]
+                        for m in reversed(messages)
+                        if isinstance(m, dict) and m.get("role") == "assistant" and isinstance(m.get("content"), str)
+                    ),
+                    "",
+                )
+                _finish(episode, {"final_text": final, "messages": messages})
+        finally:
+            if episode.env.world is not None:
+                episode.env.world.close()
 
     def recording(self, config: Mapping[str, Any]) -> VerlRecording | None:
         if not config.get("record", True):
@@ -115,7 +175,7 @@ class Episodes:
             if isinstance(raw, Task):
                 return raw
             try:
-                return Task.model_validate_json(raw) if isinstance(raw, str | bytes) else Task.model_validate(raw)
+                return _parse_task(raw) if isinstance(raw, str) else Task.model_validate(raw)
             except ValueError as exc:
                 raise ValueError(f"create_kwargs 'task' is not a task: {exc}") from exc
         task_id = arguments.get("task_id")
@@ -132,6 +192,13 @@ class Episodes:
         return found
 
 
+@functools.lru_cache(maxsize=256)
+def _parse_task(raw: str) -> Task:
+    """A task from its JSON, parsed once: verl's loop passes the same create_kwargs on every call of a rollout."""
+    return Task.model_validate_json(raw)
+
+
+TRAJECTORY_FIELD = "compoworld_instance"  # the key of a trajectory's episode in verl's AgentData.extra_fields
 EPISODES = Episodes()
 
 
@@ -163,14 +230,18 @@ class GatewayTool(BaseTool):
         """Open the world of the task in ``create_kwargs`` (verl's agent loop passes them under that name; older
         rollouts spread them as keyword arguments), or join the one already open under ``instance_id``."""
         arguments = {**(kwargs.pop("create_kwargs", None) or {}), **kwargs}
-        instance_id = instance_id or uuid4().hex
+        if instance_id is None:
+            # verl's ToolAgentLoop creates and releases an instance around every call: a handle only, whose call
+            # runs in its trajectory's world (see Episodes.of_call).
+            self.episodes.task(self.config, arguments)  # a bad task is refused here, as for an explicit instance
+            handle = uuid4().hex
+            with self.episodes.lock:
+                self.episodes.pending[handle] = (self.config, arguments, self.name)
+            return handle, ToolResponse()
         with self.episodes.lock:
             episode = self.episodes.open.get(instance_id)
             if episode is None:
-                task = self.episodes.task(self.config, arguments)  # raises before anything is opened
-                env = CompoWorldEnv()
-                env.reset(task=task.model_dump_json())
-                episode = Episode(env, self.episodes.recording(self.config), self.config.get("reward", "net_score"))
+                episode = self.episodes.start(self.config, arguments)  # raises before anything is opened
                 self.episodes.open[instance_id] = episode
             elif "task" in arguments or "task_id" in arguments:
                 named = self.episodes.task(self.config, arguments).id
@@ -184,7 +255,10 @@ class GatewayTool(BaseTool):
         self, instance_id: str, parameters: dict[str, Any], **kwargs: Any
     ) -> tuple[ToolResponse, float, dict[str, Any]]:
         """Call the meta-tool in the instance's world: the gateway's envelope, step reward 0."""
-        episode = self.episodes.open.get(instance_id)
+        with self.episodes.lock:
+            episode = self.episodes.open.get(instance_id)
+            if episode is None and instance_id in self.episodes.pending:
+                episode = self.episodes.of_call(instance_id, kwargs.get("agent_data"))
         if episode is None or episode.env.env is None:
             return ToolResponse(text=_error(404, f"unknown instance {instance_id!r}: call create first")), 0.0, {}
         if episode.result is not None:
@@ -207,6 +281,7 @@ class GatewayTool(BaseTool):
     async def release(self, instance_id: str, **kwargs: Any) -> None:
         """Let go of the instance; the last holder closes its world (recording it first if it was never scored)."""
         with self.episodes.lock:
+            self.episodes.pending.pop(instance_id, None)  # a per-call handle; its trajectory's world stays open
             episode = self.episodes.open.get(instance_id)
             if episode is None:
                 return

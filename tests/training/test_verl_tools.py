@@ -80,12 +80,25 @@ def test_episode_is_recorded_in_the_run_store_and_scored_as_the_harness_scores_i
 
 
 def test_a_rollout_released_unscored_is_recorded_with_an_empty_report(driven: dict[str, Any]) -> None:
-    # The driver's bad-arguments and timing instances were released without calc_reward.
-    others = [t for t in RunStore(Path(driven["store"])).trajectories("verl") if t.rollout != 0]
-    assert len(others) == 2
+    # The driver's rollouts: the oracle (0), the stock loop's (1), then the bad-arguments instance (2), the timing
+    # instance (3) and the timing trajectory of per-call handles (4), ended without calc_reward or a report.
+    others = [t for t in RunStore(Path(driven["store"])).trajectories("verl") if t.rollout >= 2]
     assert all(t.report == {} and t.score == 0.0 and t.finish_reason == "max_turns" for t in others)
     # The timing instance: 400 calls through the tool and 400 straight through its harness environment.
-    assert sorted(len(t.tool_calls) for t in others) == [1, 800]
+    assert [len(t.tool_calls) for t in others] == [1, 800, 400]
+
+
+def test_stock_tool_agent_loop_runs_a_trajectory_in_one_world_and_records_it_at_its_end(
+    driven: dict[str, Any],
+) -> None:
+    # verl's ToolAgentLoop creates and releases an instance around every call and never calls calc_reward.
+    stock = driven["stock_loop"]
+    assert stock["key"].startswith("trajectory-") and stock["open_during"] == [stock["key"]]
+    assert stock["pending_during"] == 0 and stock["open_after"] == []
+    [trajectory] = [t for t in RunStore(Path(driven["store"])).trajectories("verl") if t.rollout == 1]
+    assert (trajectory.score, trajectory.success) == (driven["harness"]["score"], True)
+    assert trajectory.report == driven["task"]["expected_report"] and trajectory.finish_reason == "completed"
+    assert len(trajectory.tool_calls) == 1 + 2 * len(driven["task"]["plan"])  # list_services, then describe + call
 
 
 def test_scoring_ends_the_episode_and_release_closes_the_world(driven: dict[str, Any]) -> None:
@@ -114,3 +127,4 @@ def test_unknown_instance_and_bad_arguments_answer_error_envelopes(driven: dict[
 
 def test_a_tool_call_costs_under_2_ms_more_than_the_in_process_harness_call(driven: dict[str, Any]) -> None:
     assert driven["overhead"]["added_ms"] < 2.0, driven["overhead"]
+    assert driven["overhead"]["stock_loop_added_ms"] < 2.0, driven["overhead"]  # create + execute + release

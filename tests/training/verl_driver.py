@@ -13,12 +13,15 @@ The config's store path is relative: it lands in the current directory.
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import statistics
 import sys
 import time
 from typing import Any
 
+from verl.experimental.agent_loop.tool_agent_loop import AgentData, ToolAgentLoop
+from verl.experimental.agent_loop.tool_parser import FunctionCall
 from verl.tools.base_tool import BaseTool
 from verl.tools.tool_registry import initialize_tools_from_config
 
@@ -78,6 +81,48 @@ async def oracle_episode(tools: dict[str, BaseTool], task: Any, instance: str) -
     }
 
 
+async def stock_loop_episode(tools: dict[str, BaseTool], task: Any) -> dict[str, Any]:
+    """The oracle's calls through verl's own ``ToolAgentLoop._call_tool`` (create / execute / release around each
+    call, the trajectory's ``AgentData`` passed along), as verl's stock ``tool_agent`` loop makes them."""
+    loop = object.__new__(ToolAgentLoop)  # only the attributes _call_tool reads: no model server, no tokenizer
+    loop.tools = tools
+    loop.max_tool_response_length = 1_000_000
+    loop.tool_response_truncate_side = "middle"
+    create = {"create_kwargs": {"task": task.model_dump_json()}}
+    messages: list[dict[str, Any]] = [{"role": "user", "content": task.instruction}]
+    # Held in a dict so that dropping it below drops the only reference, as verl's loop does at the trajectory's end.
+    trajectory = {"data": AgentData(messages, None, None, None, None, {}, "stock-0", {name: create for name in tools})}
+    before = set(EPISODES.open)
+
+    async def call(meta: str, parameters: dict[str, Any]) -> dict[str, Any]:
+        function = FunctionCall(name=meta, arguments=json.dumps(parameters))
+        data = trajectory["data"]
+        response, reward, _ = await loop._call_tool(function, data.tools_kwargs, data)
+        assert reward == 0.0, "a step reward leaked"
+        messages.append({"role": "tool", "content": response.text})
+        return dict(json.loads(response.text or "{}"))
+
+    await call("list_services", {})
+    envelopes: list[Any] = []
+    for step in task.plan:
+        await call("describe_tool", {"tool": step.tool})
+        envelopes.append(
+            await call("call_tool", {"tool_name": step.tool, "arguments": resolve(step.arguments, envelopes)})
+        )
+    messages.append({"role": "assistant", "content": f"Done.\n{json.dumps(task.expected_report)}"})
+    key = trajectory["data"].extra_fields.get("compoworld_instance")
+    open_during = sorted(set(EPISODES.open) - before)
+    pending_during = len(EPISODES.pending)
+    trajectory.clear()  # the trajectory ends: verl lets go of its AgentData
+    gc.collect()
+    return {
+        "key": key,
+        "open_during": open_during,
+        "pending_during": pending_during,
+        "open_after": sorted(EPISODES.open),
+    }
+
+
 async def bad_input(tools: dict[str, BaseTool], task: Any) -> dict[str, Any]:
     """What the tools answer to bad input, and whether anything was left open."""
     seen: dict[str, Any] = {}
@@ -123,8 +168,24 @@ async def overhead(tools: dict[str, BaseTool], task: Any, rounds: int = 400) -> 
         json.dumps(env.call("describe_tool", parameters))  # the harness path, its envelope serialised for the model
         harness_ms.append((time.perf_counter() - started) * 1000)
     await tools["describe_tool"].release("timing")
-    verl, harness = statistics.median(verl_ms), statistics.median(harness_ms)
-    return {"verl_ms": round(verl, 4), "harness_ms": round(harness, 4), "added_ms": round(verl - harness, 4)}
+    # verl's stock loop: create (a handle), execute in the trajectory's world, release, around every call.
+    tool, create = tools["describe_tool"], {"task": task.model_dump_json()}
+    data = AgentData([], None, None, None, None, {}, "timing", {})
+    stock_ms = []
+    for _ in range(rounds):
+        started = time.perf_counter()
+        handle, _ = await tool.create(create_kwargs=create)
+        await tool.execute(handle, parameters, agent_data=data)
+        await tool.release(handle)
+        stock_ms.append((time.perf_counter() - started) * 1000)
+    verl, harness, stock = statistics.median(verl_ms), statistics.median(harness_ms), statistics.median(stock_ms)
+    return {
+        "verl_ms": round(verl, 4),
+        "harness_ms": round(harness, 4),
+        "added_ms": round(verl - harness, 4),
+        "stock_loop_ms": round(stock, 4),
+        "stock_loop_added_ms": round(stock - harness, 4),
+    }
 
 
 async def main(config: str) -> dict[str, Any]:
@@ -146,6 +207,7 @@ async def main(config: str) -> dict[str, Any]:
             "calls": [[c.name, c.arguments] for c in harness.tool_calls],
         },
         "verl": await oracle_episode(tools, task, "rollout-0"),
+        "stock_loop": await stock_loop_episode(tools, task),
         "bad": await bad_input(tools, task),
         "overhead": await overhead(tools, task),
     }
