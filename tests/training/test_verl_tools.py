@@ -114,6 +114,15 @@ def test_create_without_a_valid_task_names_the_field_and_opens_nothing(driven: d
     assert bad["open_after_bad_create"] == []
 
 
+def test_a_tool_config_with_an_unknown_reward_is_refused_naming_it(driven: dict[str, Any]) -> None:
+    assert "'reward'" in driven["bad"]["bad_reward"] and "'bogus'" in driven["bad"]["bad_reward"]
+
+
+def test_a_tool_without_a_schema_offers_the_gateways_and_opens_a_task_by_id(driven: dict[str, Any]) -> None:
+    assert driven["variants"]["default_schema_same"] is True
+    assert driven["variants"]["by_id_task"] == driven["task"]["id"]
+
+
 def test_create_with_another_task_on_an_open_instance_is_refused(driven: dict[str, Any]) -> None:
     refused = driven["bad"]["other_task_joins"]
     assert refused is not None and refused.startswith("instance 'args' holds task ")

@@ -13,7 +13,9 @@ The config's store path is relative: it lands in the current directory.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
+import io
 import json
 import statistics
 import sys
@@ -30,7 +32,7 @@ from harness.episode import run_episode
 from taskgen.generate import generate
 from taskgen.task import resolve
 from training.grpo import CompoWorldEnv
-from training.verl_tools import EPISODES
+from training.verl_tools import EPISODES, CallToolTool
 
 
 async def oracle_episode(tools: dict[str, BaseTool], task: Any, instance: str) -> dict[str, Any]:
@@ -138,6 +140,30 @@ async def bad_input(tools: dict[str, BaseTool], task: Any) -> dict[str, Any]:
         except ValueError as exc:
             seen[name] = str(exc)
     seen["open_after_bad_create"] = sorted(EPISODES.open)
+    try:
+        CallToolTool({"type": "native", "reward": "bogus"}, None)
+        seen["bad_reward"] = None
+    except ValueError as exc:
+        seen["bad_reward"] = str(exc)
+    return seen
+
+
+async def config_variants(tools: dict[str, BaseTool], task: Any) -> dict[str, Any]:
+    """A tool built without a schema, and a rollout named by task id in the config's tasks file."""
+    with open("tasks.jsonl", "w", encoding="utf-8") as handle:
+        handle.write(task.model_dump_json() + "\n")
+    with contextlib.redirect_stdout(io.StringIO()):  # verl's BaseTool prints each tool's schema
+        bare = CallToolTool({"type": "native", "tasks": "tasks.jsonl", "record": False}, None)
+    seen: dict[str, Any] = {"default_schema_same": bare.tool_schema == tools["call_tool"].tool_schema}
+    await bare.create("by-id", create_kwargs={"task_id": task.id})
+    seen["by_id_task"] = EPISODES.open["by-id"].env.task.id  # type: ignore[union-attr]
+    await bare.release("by-id")
+    return seen
+
+
+async def bad_calls(tools: dict[str, BaseTool], task: Any) -> dict[str, Any]:
+    """Calls on an unknown instance, a second task on an open instance, bad arguments."""
+    seen: dict[str, Any] = {}
     response, _, _ = await tools["call_tool"].execute("never-created", {"tool_name": "x__y", "arguments": {}})
     seen["unknown_instance"] = json.loads(response.text)
     await tools["call_tool"].create("args", create_kwargs={"task": task.model_dump_json()})
@@ -208,7 +234,8 @@ async def main(config: str) -> dict[str, Any]:
         },
         "verl": await oracle_episode(tools, task, "rollout-0"),
         "stock_loop": await stock_loop_episode(tools, task),
-        "bad": await bad_input(tools, task),
+        "bad": {**await bad_input(tools, task), **await bad_calls(tools, task)},
+        "variants": await config_variants(tools, task),
         "overhead": await overhead(tools, task),
     }
 
