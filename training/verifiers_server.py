@@ -46,12 +46,14 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from harness.agents import parse_report, system_prompt, world_today
+from harness.external import episode_instructions
 from harness.store import RunStore
 from hub.core import Hub
-from hub.http import same_token
+from hub.http import HubHTTP, WorldAccess, same_token
 from hub.rubric import ScoreResult
 from hub.surfaces import GATEWAY_NAMES
 from servers.framework import Envelope
+from servers.serving import CallFn
 from taskgen.task import Task, read_jsonl
 from training.grpo import CompoWorldEnv, RolloutRecording, final_text
 from training.rewards import binary_success, cfrr, rubric_fraction
@@ -87,11 +89,32 @@ class ApiError(Exception):
         self.status = status
 
 
+class RolloutHubHTTP(HubHTTP):
+    """The hub's MCP agent surface over the rollouts' worlds (``/worlds/<world id>/mcp``, the rollout's token):
+    a call to a rollout's world goes through the rollout's environment, so it is recorded."""
+
+    def __init__(self, rollouts: RolloutServer, host: str) -> None:
+        self.rollouts = rollouts
+        super().__init__(rollouts.hub, rollouts.admin_token, host, instructions=episode_instructions("gateway"))
+
+    def call_function(self, access: WorldAccess) -> CallFn:
+        rollout = self.rollouts.by_world.get(access.world.id)
+        if rollout is None:
+            return super().call_function(access)
+        return lambda name, arguments: self.rollouts.call(rollout, name, arguments)
+
+
 class RolloutServer:
     """The rollouts of one task file, one run of one run store."""
 
     def __init__(
-        self, hub: Hub, tasks: list[Task], store: str | Path, run: str = "verifiers", admin_token: str | None = None
+        self,
+        hub: Hub,
+        tasks: list[Task],
+        store: str | Path,
+        run: str = "verifiers",
+        admin_token: str | None = None,
+        host: str = "127.0.0.1",
     ) -> None:
         if not tasks:
             raise ValueError("no tasks: the task file is empty")
@@ -101,11 +124,15 @@ class RolloutServer:
         self.run = run
         self.admin_token = admin_token or secrets.token_urlsafe(24)
         self.rollouts: dict[str, Rollout] = {}
+        self.by_world: dict[str, Rollout] = {}
         self.recorder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="verifiers-recorder")
         self._recordings: dict[str, VerifiersRecording] = {}  # by model; touched on the recorder thread only
         self._views: dict[str, dict[str, Any]] = {}
         # CompoWorldEnv opens worlds on its class-wide hub: this server's.
         CompoWorldEnv.hub = hub
+        # Agents may also reach their world over MCP, one hop, with their rollout's token; both paths run a
+        # world's calls one at a time on the front's runner, off the event loop.
+        self.front = RolloutHubHTTP(self, host)
 
     # -- the work, off HTTP ----------------------------------------------------------------------
 
@@ -133,9 +160,32 @@ class RolloutServer:
         task = self.tasks[task_id]
         env = CompoWorldEnv()
         env.reset(task=task.model_dump(mode="json"))
+        assert env.world is not None
         rollout = Rollout(secrets.token_hex(8), task, env, secrets.token_urlsafe(24), model)
         self.rollouts[rollout.id] = rollout
+        self.by_world[env.world.id] = rollout
+        self.front.add_world(env.world, "gateway", rollout.token)
         return rollout
+
+    def call(self, rollout: Rollout, name: str, arguments: dict[str, Any]) -> Envelope:
+        """One gateway call of ``rollout`` (recorded by its environment); an envelope whatever the input."""
+        if rollout.finishing:
+            return _error(409, f"rollout {rollout.id!r} is finished: no tool can be called")
+        if name not in GATEWAY_NAMES:
+            return _error(400, f"name {name!r} is not a gateway tool (one of {', '.join(sorted(GATEWAY_NAMES))})")
+        if not isinstance(arguments, dict):
+            return _error(400, f"arguments {arguments!r} must be a JSON object")
+        assert rollout.env.env is not None
+        return rollout.env.env.call(name, arguments)
+
+    async def retire(self, rollout: Rollout) -> None:
+        """Take the rollout's world off the agent surface, once the calls already queued for it are done."""
+        rollout.finishing = True
+        world_id = rollout.env.world.id if rollout.env.world is not None else ""
+        await self.front.runner.run(world_id, lambda name, arguments: {"success": True, "data": None}, "", {})
+        self.front.access.pop(world_id, None)
+        self.front.runner.forget(world_id)
+        self.by_world.pop(world_id, None)
 
     def get(self, rollout_id: str) -> Rollout:
         rollout = self.rollouts.get(rollout_id)
@@ -219,7 +269,10 @@ class RolloutServer:
         self._admin(request)
         body = await self._body(request)
         rollout = self.open(body.get("task_id"), body.get("model", "policy"))
-        return JSONResponse({"rollout_id": rollout.id, "token": rollout.token, "task_id": rollout.task.id}, 201)
+        assert rollout.env.world is not None
+        mcp_url = f"{str(request.base_url).rstrip('/')}/worlds/{rollout.env.world.id}/mcp"
+        opened = {"rollout_id": rollout.id, "token": rollout.token, "task_id": rollout.task.id, "mcp_url": mcp_url}
+        return JSONResponse(opened, 201)
 
     async def call_endpoint(self, request: Request) -> Response:
         rollout = self.get(request.path_params["rollout_id"])
@@ -227,16 +280,8 @@ class RolloutServer:
             raise ApiError(403, f"token not valid for rollout {rollout.id!r}")
         body = await self._body(request)
         name, arguments = body.get("name"), body.get("arguments", {})
-        if rollout.finishing:
-            envelope = _error(409, f"rollout {rollout.id!r} is finished: no tool can be called")
-        elif name not in GATEWAY_NAMES:
-            names = ", ".join(sorted(GATEWAY_NAMES))
-            envelope = _error(400, f"name {name!r} is not a gateway tool (one of {names})")
-        elif not isinstance(arguments, dict):
-            envelope = _error(400, f"arguments {arguments!r} must be a JSON object")
-        else:
-            assert rollout.env.env is not None
-            envelope = rollout.env.env.call(str(name), arguments)
+        world_id = rollout.env.world.id if rollout.env.world is not None else ""
+        envelope = await self.front.runner.run(world_id, lambda n, a: self.call(rollout, n, a), str(name), arguments)
         return JSONResponse(envelope)
 
     async def finish_endpoint(self, request: Request) -> Response:
@@ -250,7 +295,7 @@ class RolloutServer:
             raise ApiError(400, f"report {report!r} must be a JSON object")
         async with rollout.lock:
             if rollout.result is None:
-                rollout.finishing = True
+                await self.retire(rollout)
                 chosen = report if report is not None else parse_report(final_text(messages))
                 loop = asyncio.get_running_loop()
                 job = self.recorder.submit(self.score_and_record, rollout, messages, chosen)
@@ -268,7 +313,8 @@ class RolloutServer:
     async def close_endpoint(self, request: Request) -> Response:
         self._admin(request)
         rollout = self.get(request.path_params["rollout_id"])
-        if rollout.result is None and rollout.env.world is not None:
+        if rollout.result is None and not rollout.finishing and rollout.env.world is not None:
+            await self.retire(rollout)
             rollout.env.world.close()
         del self.rollouts[rollout.id]
         return JSONResponse({"rollout_id": rollout.id, "closed": True})
@@ -284,8 +330,10 @@ class RolloutServer:
 
             return endpoint
 
-        return Starlette(
-            routes=[
+        # The hub front's app: its MCP agent surface and its admin surface (same admin token), plus ours.
+        app = self.front.app()
+        app.router.routes.extend(
+            [
                 Route("/tasks", guarded(self.tasks_endpoint), methods=["GET"]),
                 Route("/rollouts", guarded(self.open_endpoint), methods=["POST"]),
                 Route("/rollouts/{rollout_id}", guarded(self.close_endpoint), methods=["DELETE"]),
@@ -294,6 +342,7 @@ class RolloutServer:
                 Route("/groups", guarded(self.group_endpoint), methods=["POST"]),
             ]
         )
+        return app
 
     def close(self) -> None:
         for rollout in self.rollouts.values():
@@ -326,9 +375,8 @@ def main(argv: list[str] | None = None) -> None:
     from taskgen.generate import default_hub
 
     started = time.perf_counter()
-    server = RolloutServer(
-        default_hub(worldmodel=not args.no_worldmodel), list(read_jsonl(args.tasks)), args.store, args.run, args.token
-    )
+    hub = default_hub(worldmodel=not args.no_worldmodel)
+    server = RolloutServer(hub, list(read_jsonl(args.tasks)), args.store, args.run, args.token, args.host)
     url = f"http://{args.host}:{args.port}"
     ready = {
         "url": url,

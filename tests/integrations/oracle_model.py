@@ -32,7 +32,7 @@ def next_message(tasks: list[Task], messages: list[dict[str, Any]], steps: int |
     task = next((t for t in tasks if t.instruction in user), None)
     if task is None:
         return {"role": "assistant", "content": "I do not know this task."}
-    results = [_envelope(m.get("content")) for m in messages if m.get("role") == "tool"]
+    results: list[Any] = [_envelope(m.get("content")) for m in messages if m.get("role") == "tool"]
     done = len(results)
     limit = len(task.plan) if steps is None else min(steps, len(task.plan))
     if done >= limit:

@@ -17,14 +17,18 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from harness.agents import OracleAgent
+from harness.env import InProcessEnv
 from harness.episode import run_episode
 from harness.store import RunStore
+from hub.http import GATEWAY_SCHEMAS
+from hub.surfaces import GATEWAY_NAMES
 from taskgen.generate import generate
-from taskgen.task import Task, write_jsonl
+from taskgen.task import Task, resolve, write_jsonl
 from tests.conftest import free_port, full_hub, wait_for_port
 from tests.integrations.oracle_model import OracleModel
 
@@ -98,6 +102,16 @@ def test_verifiers_does_not_pull_torch(verifiers_python: Path) -> None:
     assert not {n for n in names if n == "torch" or n.startswith("nvidia-")}
 
 
+def _run(python: Path, server: str, model: OracleModel, task: Task, cwd: Path, *extra: str) -> dict[str, Any]:
+    """One episode through ``examples/run_episodes.py`` in the verifiers environment; its JSON line."""
+    script = INTEGRATION / "examples" / "run_episodes.py"
+    args = ["--server", server, "--token", TOKEN, "--model-url", model.url, "--tasks", task.id, *extra]
+    done = subprocess.run([str(python), str(script), *args], cwd=cwd, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    line: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return line
+
+
 def test_a_cfrr_group_runs_in_isolated_worlds_and_is_stored_scored_as_the_harness_scores_it(
     verifiers_python: Path, rollout_server: tuple[str, Path], tasks: list[Task], tmp_path: Path
 ) -> None:
@@ -105,20 +119,14 @@ def test_a_cfrr_group_runs_in_isolated_worlds_and_is_stored_scored_as_the_harnes
     task = tasks[0]
     model = OracleModel(tasks)
     try:
-        script = INTEGRATION / "examples" / "run_episodes.py"
-        args = ["--server", server, "--token", TOKEN, "--model-url", model.url, "--tasks", task.id]
-        args += ["--reward", "cfrr", "--group", "2"]
-        done = subprocess.run(
-            [str(verifiers_python), str(script), *args], cwd=tmp_path, capture_output=True, text=True, timeout=300
-        )
+        episode = _run(verifiers_python, server, model, task, tmp_path, "--reward", "cfrr", "--group", "2")
     finally:
         model.close()
-    assert done.returncode == 0, done.stderr[-3000:]
-    episode = json.loads(done.stdout.strip().splitlines()[-1])
     assert episode["ok"] and episode["task_id"] == task.id, episode
     harness = run_episode(full_hub(), task, OracleAgent(), surface="gateway")
     # Both rollouts made the same writes: in a shared world the second's would be damage (a score under 1).
     for trace in episode["traces"]:
+        assert trace["tools"] == GATEWAY_SCHEMAS  # listed by the world's own MCP endpoint: the direct path
         assert trace["result"]["score"] == harness.score == 1.0 and trace["metrics"]["net_score"] == harness.net_score
         assert trace["rewards"] == {"cfrr": 1.5}  # every criterion passed: 1 plus the completion bonus β
     stored = [e for e in RunStore(store).episodes("verifiers") if e["agent"] == "verifiers:oracle"]
@@ -130,3 +138,34 @@ def test_a_cfrr_group_runs_in_isolated_worlds_and_is_stored_scored_as_the_harnes
         assert [criteria[(entry["id"], c.id)] for c in harness.criteria] == [c.passed for c in harness.criteria]
         calls = [s for s in RunStore(store).steps("verifiers") if s["episode_id"] == entry["id"]]
         assert [s["tool"] for s in calls] == [s.tool for s in task.plan]
+
+
+def test_a_partial_rollout_through_the_shared_toolset_is_rewarded_its_in_process_score(
+    verifiers_python: Path, rollout_server: tuple[str, Path], tasks: list[Task], tmp_path: Path
+) -> None:
+    server, store = rollout_server
+    task = tasks[1]
+    steps = len(task.plan) - 1  # the last write left out, and no report: a partial score
+    model = OracleModel(tasks, steps=steps)
+    try:
+        episode = _run(verifiers_python, server, model, task, tmp_path, "--via-toolset", "--model", "partial")
+    finally:
+        model.close()
+    assert episode["ok"], episode
+    world = full_hub().open_world(services=task.mounted, seed=task.seed)
+    try:
+        env = InProcessEnv(world, "gateway")
+        results: list[Any] = []
+        for step in task.plan[:steps]:
+            results.append(
+                env.call("call_tool", {"tool_name": step.tool, "arguments": resolve(step.arguments, results)})
+            )
+        expected = world.score(task.rubric, report={})
+    finally:
+        world.close()
+    (trace,) = episode["traces"]
+    # The toolset's own schemas (verifiers derives them from its methods), not the gateway's: it went that way.
+    assert set(trace["tools"]) == GATEWAY_NAMES and trace["tools"]["call_tool"] != GATEWAY_SCHEMAS["call_tool"]
+    assert trace["rewards"] == {"rubric": expected.net_score} and trace["result"]["score"] == expected.score < 1.0
+    (stored,) = [e for e in RunStore(store).episodes("verifiers") if e["agent"] == "verifiers:partial"]
+    assert stored["score"] == expected.score and stored["n_calls"] == steps

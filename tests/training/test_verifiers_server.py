@@ -7,13 +7,18 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+import anyio
 import httpx
+import httpx2
 import pytest
 import uvicorn
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 
 from harness.agents import OracleAgent
 from harness.episode import run_episode
 from harness.store import RunStore
+from hub.surfaces import GATEWAY_NAMES
 from taskgen.generate import generate
 from taskgen.task import Task, resolve
 from tests.conftest import free_port, full_hub
@@ -69,7 +74,7 @@ def _call(http: httpx.Client, rollout: dict[str, Any], name: str, arguments: Any
 
 
 def _replay(http: httpx.Client, rollout: dict[str, Any], task: Task, steps: int | None = None) -> None:
-    results: list[dict[str, Any]] = []
+    results: list[Any] = []
     for step in task.plan[:steps]:
         envelope = _call(
             http, rollout, "call_tool", {"tool_name": step.tool, "arguments": resolve(step.arguments, results)}
@@ -125,7 +130,7 @@ def test_a_partial_rollout_without_a_report_scores_as_the_same_calls_score_in_pr
     world = full_hub().open_world(services=task.mounted, seed=task.seed)
     try:
         env = InProcessEnv(world, "gateway")
-        results: list[dict[str, Any]] = []
+        results: list[Any] = []
         for step in task.plan[:2]:
             results.append(
                 env.call("call_tool", {"tool_name": step.tool, "arguments": resolve(step.arguments, results)})
@@ -230,3 +235,53 @@ def test_closing_an_unfinished_rollout_closes_its_world_unrecorded(
     assert response.status_code == 200 and rollout["rollout_id"] not in served[1].rollouts
     assert not [e for e in RunStore(served[1].store_path).episodes("vf") if e["agent"] == "verifiers:closed"]
     assert http.post(f"/rollouts/{rollout['rollout_id']}/finish", json={}).status_code == 404
+
+
+def test_a_rollout_played_over_mcp_is_recorded_and_scored_like_one_played_over_call(
+    http: httpx.Client, served: tuple[str, RolloutServer], tasks: list[Task]
+) -> None:
+    task = tasks[0]
+    rollout = _open(http, task, model="over-mcp")
+    assert rollout["mcp_url"].endswith("/mcp")
+
+    async def play() -> set[str]:
+        headers = {"Authorization": f"Bearer {rollout['token']}"}
+        async with (
+            httpx2.AsyncClient(headers=headers) as transport,
+            Client(streamable_http_client(rollout["mcp_url"], http_client=transport)) as client,
+        ):
+            names = {t.name for t in (await client.list_tools()).tools}
+            results: list[Any] = []
+            for step in task.plan:
+                arguments = {"tool_name": step.tool, "arguments": resolve(step.arguments, results)}
+                envelope = (await client.call_tool("call_tool", arguments)).structured_content
+                assert isinstance(envelope, dict) and envelope["success"] is True, envelope
+                results.append(envelope)
+            return names
+
+    assert anyio.run(play) == GATEWAY_NAMES
+    finished = _finish(http, rollout, task.expected_report)
+    assert finished["score"] == 1.0 and finished["calls"] == len(task.plan)
+    steps = [s for s in RunStore(served[1].store_path).steps("vf") if s["episode_id"] == finished["episode_id"]]
+    assert [s["tool"] for s in steps] == [s.tool for s in task.plan]
+
+
+def test_a_rollouts_mcp_endpoint_refuses_another_rollouts_token(http: httpx.Client, tasks: list[Task]) -> None:
+    mine, other = _open(http, tasks[0]), _open(http, tasks[0])
+    response = http.post(
+        mine["mcp_url"],
+        json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+        headers={"Authorization": f"Bearer {other['token']}"},
+    )
+    assert response.status_code == 403
+
+
+def test_a_finished_rollouts_world_leaves_the_mcp_surface(http: httpx.Client, tasks: list[Task]) -> None:
+    rollout = _open(http, tasks[0])
+    _finish(http, rollout, {})
+    response = http.post(
+        rollout["mcp_url"],
+        json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+        headers={"Authorization": f"Bearer {rollout['token']}"},
+    )
+    assert response.status_code == 404

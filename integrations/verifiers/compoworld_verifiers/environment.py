@@ -12,7 +12,8 @@
   per-criterion results.
 - :class:`CompoWorldHarness` is verifiers' own chat program (the null/bash harnesses' loop: model turns through
   the interception server, tools over MCP), run with this environment's interpreter instead of a ``uv``
-  script environment, so a rollout needs no package download.
+  script environment, so a rollout needs no package download. It points the program straight at the world's
+  MCP endpoint on the server; other harnesses reach the world through the shared gateway toolset.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import sys
-from typing import Literal
+from typing import Any, Literal
 
 import verifiers.v1 as vf
 from pydantic import Field
@@ -30,6 +31,7 @@ from compoworld_verifiers import client
 from compoworld_verifiers.toolset import CompoWorldGateway, GatewayConfig, RolloutState
 
 RewardKind = Literal["rubric", "cfrr"]
+GATEWAY_SERVER = ""  # the gateway toolset's server name: its tools are advertised bare
 
 
 class CompoWorldData(vf.TaskData):
@@ -63,6 +65,7 @@ class CompoWorldTask(vf.Task[CompoWorldData, RolloutState, CompoWorldTaskConfig]
         )
         trace.state.rollout_id = opened["rollout_id"]
         trace.state.token = opened["token"]
+        trace.state.mcp_url = opened["mcp_url"]
 
     async def finalize(self, trace: vf.Trace) -> None:
         state = trace.state
@@ -156,7 +159,8 @@ class CompoWorldGroupEnv(vf.Env[CompoWorldGroupEnvConfig]):
 
 
 class CompoWorldHarnessConfig(vf.HarnessConfig):
-    pass
+    direct_mcp: bool = True
+    """Reach the world's MCP endpoint straight; else through the shared gateway toolset (as other harnesses do)."""
 
 
 class CompoWorldHarness(vf.Harness[CompoWorldHarnessConfig]):
@@ -188,7 +192,14 @@ class CompoWorldHarness(vf.Harness[CompoWorldHarnessConfig]):
             args.append(f"--tool-interception-url={tool_interception_url}")
         if system_prompt:
             args.append(f"--system-prompt={system_prompt}")
-        servers = {name: {"url": url, "timeout": self.config.tool_timeout} for name, url in mcp_urls.items()}
+        servers: dict[str, dict[str, Any]] = {
+            name: {"url": url, "timeout": self.config.tool_timeout} for name, url in mcp_urls.items()
+        }
+        state = trace.state
+        if self.config.direct_mcp and isinstance(state, RolloutState) and state.mcp_url and GATEWAY_SERVER in servers:
+            # Straight to the world's MCP endpoint: one hop instead of three (the shared toolset, its state
+            # pull, the server), the tools then listed with the gateway's own schemas.
+            servers[GATEWAY_SERVER] |= {"url": state.mcp_url, "headers": {"Authorization": f"Bearer {state.token}"}}
         args.append("--mcp-config=" + json.dumps({"mcpServers": servers}))
         if not isinstance(prompt, str):
             raise TypeError(f"CompoWorld prompts are instructions (text), got {type(prompt).__name__}")

@@ -22,6 +22,8 @@ class RolloutState(vf.State):
 
     rollout_id: str = ""
     token: str = ""
+    mcp_url: str = ""
+    """The world's own MCP endpoint on the server (the gateway; the token is its bearer)."""
     result: dict[str, Any] = {}
 
 

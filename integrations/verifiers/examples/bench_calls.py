@@ -1,14 +1,16 @@
 """What a tool call costs through verifiers, over what the same call costs in process.
 
-    python bench_calls.py --server URL --token T --store runs.db --task ID [--calls 64]
+    python bench_calls.py --server URL --token T --store runs.db --task ID [--calls 300]
 
-Runs two episodes through verifiers' own classes (its interception server, chat program and MCP toolset
-machinery) with a scripted model that makes, in one turn, 1 and then ``1 + calls`` ``list_services`` calls (the
-chat program makes a turn's calls one after another). The difference of the two runs' harness time, less their
-model time, over ``calls`` is one call's cost on the verifiers path (the chat program's MCP client → our gateway
-toolset → its rollout-state pull → the rollout server's ``/call``). The same calls' in-process cost is what the
-rollout server recorded for them (the harness's ``latency_ms`` in the run store). Also timed: ``/call`` alone,
-from a kept-alive HTTP client. Prints one JSON object (milliseconds).
+Three rollouts of the task, each making ``calls`` ``list_services`` calls:
+
+- through MCP with verifiers' own client (``MCPConnection``, what its chat program uses for every tool call) to
+  the world's MCP endpoint, the path :class:`~compoworld_verifiers.CompoWorldHarness` gives its agent;
+- through the rollout server's ``/call`` from a kept-alive HTTP client (the hop the gateway toolset makes);
+- in process: what the rollout server's harness environment recorded for those calls (``latency_ms``).
+
+Then one whole episode through verifiers' classes whose scripted model makes the calls in one turn, as a check
+that they are recorded. Prints one JSON object (milliseconds, medians).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import Any
 import httpx
 import verifiers.v1 as vf
 from compoworld_verifiers import load_environment
+from verifiers.v1.harnesses.utils.mcp import MCPConnection
 
 
 def burst_model(calls: int) -> tuple[ThreadingHTTPServer, str]:
@@ -86,21 +89,46 @@ async def episode(args: argparse.Namespace, calls: int) -> dict[str, Any]:
     return {"harness_s": harness, "model_s": model, "result": trace.state.result}
 
 
-def direct_calls(args: argparse.Namespace, calls: int) -> list[float]:
+def open_rollout(args: argparse.Namespace, model: str) -> dict[str, Any]:
     headers = {"Authorization": f"Bearer {args.token}"}
+    opened = httpx.post(f"{args.server}/rollouts", json={"task_id": args.task, "model": model}, headers=headers)
+    rollout: dict[str, Any] = opened.raise_for_status().json()
+    return rollout
+
+
+def finish(args: argparse.Namespace, rollout: dict[str, Any]) -> None:
+    headers = {"Authorization": f"Bearer {args.token}"}
+    httpx.post(f"{args.server}/rollouts/{rollout['rollout_id']}/finish", json={}, headers=headers).raise_for_status()
+
+
+def direct_calls(args: argparse.Namespace, calls: int) -> list[float]:
+    rollout = open_rollout(args, "bench-direct")
+    headers = {"Authorization": f"Bearer {rollout['token']}"}
+    path = f"{args.server}/rollouts/{rollout['rollout_id']}/call"
+    times = []
     with httpx.Client(timeout=30) as http:
-        opened = http.post(
-            f"{args.server}/rollouts", json={"task_id": args.task, "model": "bench-direct"}, headers=headers
-        )
-        rollout = opened.json()
-        call_headers = {"Authorization": f"Bearer {rollout['token']}"}
-        path = f"{args.server}/rollouts/{rollout['rollout_id']}/call"
-        times = []
         for _ in range(calls):
             started = time.perf_counter()
-            http.post(path, json={"name": "list_services", "arguments": {}}, headers=call_headers).raise_for_status()
+            http.post(path, json={"name": "list_services", "arguments": {}}, headers=headers).raise_for_status()
             times.append((time.perf_counter() - started) * 1000)
-        http.delete(f"{args.server}/rollouts/{rollout['rollout_id']}", headers=headers)
+    finish(args, rollout)
+    return times
+
+
+async def mcp_calls(args: argparse.Namespace, calls: int) -> list[float]:
+    rollout = open_rollout(args, "bench-mcp")
+    spec = {"url": rollout["mcp_url"], "headers": {"Authorization": f"Bearer {rollout['token']}"}}
+    connection = MCPConnection(spec)
+    times = []
+    try:
+        await connection.run(lambda client: client.list_tools())
+        for _ in range(calls):
+            started = time.perf_counter()
+            await connection.run(lambda client: client.call_tool("list_services", {}))
+            times.append((time.perf_counter() - started) * 1000)
+    finally:
+        await connection.aclose()
+    finish(args, rollout)
     return times
 
 
@@ -116,24 +144,24 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     for flag in ("--server", "--token", "--store", "--task"):
         parser.add_argument(flag, required=True)
-    parser.add_argument("--calls", type=int, default=64)
+    parser.add_argument("--calls", type=int, default=300)
     args = parser.parse_args()
     os.environ.setdefault("COMPOWORLD_MODEL_KEY", "unused")
-    one = await episode(args, 1)
-    many = await episode(args, 1 + args.calls)
-    per_call = ((many["harness_s"] - many["model_s"]) - (one["harness_s"] - one["model_s"])) / args.calls * 1000
+    mcp = await mcp_calls(args, args.calls)
     direct = direct_calls(args, args.calls)
-    inprocess = inprocess_ms(args.store, f"verifiers:bench-{1 + args.calls}")
+    inprocess = inprocess_ms(args.store, "verifiers:bench-mcp")
+    whole = await episode(args, args.calls)
     print(
         json.dumps(
             {
                 "calls": args.calls,
                 "inprocess_ms": round(inprocess, 3),
-                "verifiers_path_ms": round(per_call, 3),
-                "verifiers_added_ms": round(per_call - inprocess, 3),
+                "verifiers_mcp_ms": round(statistics.median(mcp), 3),
+                "verifiers_mcp_added_ms": round(statistics.median(mcp) - inprocess, 3),
                 "server_call_http_ms": round(statistics.median(direct), 3),
                 "server_call_added_ms": round(statistics.median(direct) - inprocess, 3),
-                "recorded_calls": many["result"].get("calls"),
+                "episode_recorded_calls": whole["result"].get("calls"),
+                "episode_harness_s": round(whole["harness_s"], 3),
             }
         )
     )

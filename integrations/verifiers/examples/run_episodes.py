@@ -26,6 +26,7 @@ async def main() -> None:
     parser.add_argument("--tasks", nargs="*", default=None)
     parser.add_argument("--reward", choices=["rubric", "cfrr"], default="rubric")
     parser.add_argument("--group", type=int, default=1)
+    parser.add_argument("--via-toolset", action="store_true", help="Call through the shared gateway toolset.")
     args = parser.parse_args()
     os.environ.setdefault("COMPOWORLD_MODEL_KEY", "unused")
     env = load_environment(
@@ -35,6 +36,16 @@ async def main() -> None:
         server=args.server,
         token=args.token,
         model=args.model,
+        **(
+            {
+                "agent": {
+                    "runtime": {"type": "subprocess"},
+                    "harness": {"id": "compoworld-verifiers", "direct_mcp": False},
+                }
+            }
+            if args.via_toolset
+            else {}
+        ),
     )
     client = vf.EvalClientConfig(base_url=args.model_url, api_key_var="COMPOWORLD_MODEL_KEY")
     ctx = vf.ModelContext(model=args.model, client=client)
@@ -50,6 +61,7 @@ async def main() -> None:
                     "result": t.state.result,
                     "errors": [e.message for e in t.errors],
                     "messages": len(t.messages),
+                    "tools": {tool.name: tool.parameters for tool in t.tools},
                 }
                 for t in episode.traces
             ]
