@@ -249,6 +249,23 @@ def serve_openenv_cmd(
     uvicorn.run(create_app(episodes, max_sessions), host=host, port=port, log_level="warning")
 
 
+@serve_app.command("verifiers")
+def serve_verifiers_cmd(
+    tasks: Annotated[Path, typer.Option(help="Tasks JSONL: each rollout opens one of these tasks' worlds.")],
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8790,
+    host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
+    store: Annotated[Path, typer.Option(help="SQLite run store that records every rollout.")] = Path("runs/runs.db"),
+    run_name: Annotated[str, typer.Option("--run", help="Run name of the recorded rollouts.")] = "verifiers",
+    token: Annotated[str | None, typer.Option(help="Admin token (default: random, printed).")] = None,
+    worldmodel: Annotated[bool, typer.Option(help="Mount the simulated services.")] = True,
+) -> None:
+    """The rollout server a verifiers environment (integrations/verifiers, in its own venv) drives: a world per
+    rollout, recorded and scored as the harness does, group CFRR."""
+    from training.verifiers_server import serve
+
+    serve(tasks, store, run_name, host, port, token, worldmodel)
+
+
 def main() -> None:
     app()
 

@@ -1,8 +1,8 @@
 """Rollouts over HTTP for frameworks that live in another Python environment (verifiers, prime-rl).
 
-``python -m training.verifiers_server --tasks tasks.jsonl --store runs/runs.db`` serves a task file; the
-``compoworld-verifiers`` package (``integrations/verifiers``, installed in the framework's own virtual
-environment: verifiers 0.4 pins ``mcp==2.0.0`` and ``openai<3``, ours need newer) drives it. Each rollout is
+``compoworld serve verifiers --tasks tasks.jsonl --store runs/runs.db`` (or ``python -m training.verifiers_server``)
+serves a task file; the ``compoworld-verifiers`` package (``integrations/verifiers``, installed in the framework's
+own virtual environment: verifiers 0.4 pins ``mcp==2.0.0`` and ``openai<3``, ours need newer) drives it. Each rollout is
 one :class:`training.grpo.CompoWorldEnv` — the environment TRL's GRPO rollouts use — so it runs in its own
 world on the gateway surface, its calls are recorded as the harness records them, it is scored as the harness
 scores an episode (``World.score`` on the task's rubric) and stored in the run store as GRPO's rollouts are
@@ -20,7 +20,8 @@ tool server can reach its world and nothing else):
   score, net score and per-criterion results. Finishing again answers the same result.
 - ``POST /groups`` ``{"rollouts": [...], "reward": "cfrr"|"rubric"|"success", "epsilon"?, "beta"?}``: the
   group-relative rewards (:mod:`training.rewards`) of finished rollouts of one task, in the order given.
-- ``DELETE /rollouts/<id>``: close an unfinished rollout's world without recording it.
+- ``DELETE /rollouts/<id>``: forget a rollout (a finished one's result; an unfinished one's world closes
+  unrecorded). A finished rollout keeps only its result until then.
 
 Bad input is answered with ``{"error": …}`` naming the field or id (400, 404, 409) and changes nothing. Calls run
 on the event loop, inline, as the OpenEnv server's do: they are in-process and well under a millisecond, and a
@@ -206,7 +207,10 @@ class RolloutServer:
         prompt = [m for m in messages if isinstance(m, dict) and m.get("role") in ("system", "user")][:2]
         completion = messages[len(prompt) :]
         episode = self._recording(rollout.model).record(env, prompt, completion, report, result)
+        calls = len(env.calls)
         env.world.close()
+        # What a finished rollout keeps is its result (for its group's reward): the world and the calls go.
+        env.world, env.env = None, None
         return {
             "rollout_id": rollout.id,
             "task_id": task.id,
@@ -215,7 +219,7 @@ class RolloutServer:
             "net_score": result.net_score,
             "success": result.success,
             "report": report,
-            "calls": len(env.calls),
+            "calls": calls,
             "criteria": [c.model_dump(mode="json", exclude={"detail"}) for c in result.criteria],
         }
 
@@ -360,6 +364,30 @@ def _error(code: int, message: str) -> Envelope:
     return {"success": False, "error": {"code": code, "message": message}}
 
 
+def serve(
+    tasks: Path,
+    store: Path,
+    run: str = "verifiers",
+    host: str = "127.0.0.1",
+    port: int = 8790,
+    token: str | None = None,
+    worldmodel: bool = True,
+) -> None:
+    """Serve the task file's rollouts until interrupted; prints a JSON line (url, token, tasks) when ready."""
+    import uvicorn
+
+    from taskgen.generate import default_hub
+
+    started = time.perf_counter()
+    server = RolloutServer(default_hub(worldmodel=worldmodel), list(read_jsonl(tasks)), store, run, token, host)
+    ready = {"url": f"http://{host}:{port}", "token": server.admin_token, "tasks": len(server.tasks)}
+    print(json.dumps(ready | {"startup_s": round(time.perf_counter() - started, 3)}), flush=True)
+    try:
+        uvicorn.run(server.app(), host=host, port=port, log_level="warning")
+    finally:
+        server.close()
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m training.verifiers_server", description=__doc__.split("\n")[0])
     parser.add_argument("--tasks", type=Path, required=True, help="Tasks JSONL.")
@@ -370,25 +398,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--token", default=None, help="Admin token (default: random, printed).")
     parser.add_argument("--no-worldmodel", action="store_true", help="Do not mount the simulated services.")
     args = parser.parse_args(argv)
-    import uvicorn
-
-    from taskgen.generate import default_hub
-
-    started = time.perf_counter()
-    hub = default_hub(worldmodel=not args.no_worldmodel)
-    server = RolloutServer(hub, list(read_jsonl(args.tasks)), args.store, args.run, args.token, args.host)
-    url = f"http://{args.host}:{args.port}"
-    ready = {
-        "url": url,
-        "token": server.admin_token,
-        "tasks": len(server.tasks),
-        "startup_s": time.perf_counter() - started,
-    }
-    print(json.dumps(ready), flush=True)
-    try:
-        uvicorn.run(server.app(), host=args.host, port=args.port, log_level="warning")
-    finally:
-        server.close()
+    serve(args.tasks, args.store, args.run, args.host, args.port, args.token, not args.no_worldmodel)
 
 
 if __name__ == "__main__":

@@ -82,9 +82,15 @@ def rollout_server(tasks: list[Task], tmp_path_factory: pytest.TempPathFactory) 
     folder = tmp_path_factory.mktemp("verifiers")
     write_jsonl(tasks, folder / "tasks.jsonl")
     port, store = free_port(), folder / "runs.db"
-    args = ["-m", "training.verifiers_server", "--tasks", str(folder / "tasks.jsonl"), "--store", str(store)]
-    args += ["--port", str(port), "--token", TOKEN]
-    proc = subprocess.Popen([sys.executable, *args], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    command = [
+        str(Path(sys.executable).parent / "compoworld"),
+        "serve",
+        "verifiers",
+        "--tasks",
+        str(folder / "tasks.jsonl"),
+    ]
+    command += ["--store", str(store), "--port", str(port), "--token", TOKEN]
+    proc = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         wait_for_port(port, proc, timeout=60)
         yield f"http://127.0.0.1:{port}", store

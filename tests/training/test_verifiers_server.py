@@ -285,3 +285,15 @@ def test_a_finished_rollouts_world_leaves_the_mcp_surface(http: httpx.Client, ta
         headers={"Authorization": f"Bearer {rollout['token']}"},
     )
     assert response.status_code == 404
+
+
+def test_a_finished_rollout_keeps_only_its_result_until_it_is_forgotten(
+    http: httpx.Client, served: tuple[str, RolloutServer], tasks: list[Task]
+) -> None:
+    rollout = _open(http, tasks[0])
+    _finish(http, rollout, {})
+    kept = served[1].rollouts[rollout["rollout_id"]]
+    assert kept.env.world is None and kept.env.calls == [] and kept.result is not None
+    assert http.delete(f"/rollouts/{rollout['rollout_id']}").status_code == 200
+    gone = http.post("/groups", json={"rollouts": [rollout["rollout_id"]]})
+    assert gone.status_code == 404 and rollout["rollout_id"] in gone.json()["error"]

@@ -74,6 +74,8 @@ class CompoWorldTask(vf.Task[CompoWorldData, RolloutState, CompoWorldTaskConfig]
         messages = [m.model_dump(mode="json", exclude_none=True) for m in trace.messages]
         path = f"/rollouts/{state.rollout_id}/finish"
         state.result = await client.post(self.config.server, self.config.token, path, {"messages": messages})
+        if self.config.reward == "rubric":  # nothing more needs it on the server (a group's CFRR does)
+            await client.delete(self.config.server, self.config.token, f"/rollouts/{state.rollout_id}")
 
     @vf.metric
     async def compoworld(self, trace: vf.Trace) -> dict[str, float]:
@@ -156,6 +158,8 @@ class CompoWorldGroupEnv(vf.Env[CompoWorldGroupEnvConfig]):
         rewards = (await client.post(config.server, config.token, "/groups", body))["rewards"]
         for trace, value in zip(episode.traces, rewards, strict=True):
             trace.record_reward("cfrr", value)
+        for rollout in ids:
+            await client.delete(config.server, config.token, f"/rollouts/{rollout}")
 
 
 class CompoWorldHarnessConfig(vf.HarnessConfig):
