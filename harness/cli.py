@@ -13,6 +13,8 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from hub.cli import SurfaceOpt  # one definition of the surfaces' names for every command line
+
 if TYPE_CHECKING:  # the CLI imports the project's modules when a command runs, to start fast
     from harness.export import RebuildTools
     from hub.core import Hub
@@ -27,11 +29,6 @@ eval_app = typer.Typer(
     help="Evaluate an external MCP client (Claude Desktop, Claude Code, Inspector …).", no_args_is_help=True
 )
 export_app = typer.Typer(help="Export a run's trajectories.", no_args_is_help=True)
-
-
-class SurfaceOpt(StrEnum):
-    direct = "direct"
-    gateway = "gateway"
 
 
 class PathOpt(StrEnum):
