@@ -7,7 +7,9 @@ Three rollouts of the task, each making ``calls`` ``list_services`` calls:
 - through MCP with verifiers' own client (``MCPConnection``, what its chat program uses for every tool call) to
   the world's MCP endpoint, the path :class:`~compoworld_verifiers.CompoWorldHarness` gives its agent;
 - through the rollout server's ``/call`` from a kept-alive HTTP client (the hop the gateway toolset makes);
-- in process: what the rollout server's harness environment recorded for those calls (``latency_ms``).
+- in process: what the rollout server's harness environment recorded for those calls (``latency_ms``);
+- and, for comparison, through MCP on a plain hub world (the hub's own agent surface, no rollout around it);
+- through the shared gateway toolset (other harnesses' path), from two whole episodes' harness times.
 
 Then one whole episode through verifiers' classes whose scripted model makes the calls in one turn, as a check
 that they are recorded. Prints one JSON object (milliseconds, medians).
@@ -71,10 +73,14 @@ def burst_model(calls: int) -> tuple[ThreadingHTTPServer, str]:
     return server, f"http://127.0.0.1:{server.server_address[1]}/v1"
 
 
-async def episode(args: argparse.Namespace, calls: int) -> dict[str, Any]:
+async def episode(args: argparse.Namespace, calls: int, via_toolset: bool = False) -> dict[str, Any]:
     server, url = burst_model(calls)
+    harness = {"id": "compoworld-verifiers", "direct_mcp": not via_toolset}
+    agent = {"runtime": {"type": "subprocess"}, "harness": harness}
     try:
-        env = load_environment(tasks=[args.task], server=args.server, token=args.token, model=f"bench-{calls}")
+        env = load_environment(
+            tasks=[args.task], server=args.server, token=args.token, model=f"bench-{calls}", agent=agent
+        )
         ctx = vf.ModelContext(
             model="bench", client=vf.EvalClientConfig(base_url=url, api_key_var="COMPOWORLD_MODEL_KEY")
         )
@@ -115,10 +121,8 @@ def direct_calls(args: argparse.Namespace, calls: int) -> list[float]:
     return times
 
 
-async def mcp_calls(args: argparse.Namespace, calls: int) -> list[float]:
-    rollout = open_rollout(args, "bench-mcp")
-    spec = {"url": rollout["mcp_url"], "headers": {"Authorization": f"Bearer {rollout['token']}"}}
-    connection = MCPConnection(spec)
+async def timed_mcp(url: str, token: str, calls: int) -> list[float]:
+    connection = MCPConnection({"url": url, "headers": {"Authorization": f"Bearer {token}"}})
     times = []
     try:
         await connection.run(lambda client: client.list_tools())
@@ -128,8 +132,25 @@ async def mcp_calls(args: argparse.Namespace, calls: int) -> list[float]:
             times.append((time.perf_counter() - started) * 1000)
     finally:
         await connection.aclose()
+    return times
+
+
+async def mcp_calls(args: argparse.Namespace, calls: int) -> list[float]:
+    rollout = open_rollout(args, "bench-mcp")
+    times = await timed_mcp(rollout["mcp_url"], rollout["token"], calls)
     finish(args, rollout)
     return times
+
+
+async def hub_mcp_calls(args: argparse.Namespace, calls: int) -> list[float]:
+    """The same calls on a plain hub world (the hub's admin surface, no rollout): the hub's own MCP path."""
+    headers = {"Authorization": f"Bearer {args.token}"}
+    world = httpx.post(f"{args.server}/admin/worlds", json={"services": ["crm"], "surface": "gateway"}, headers=headers)
+    opened = world.raise_for_status().json()
+    try:
+        return await timed_mcp(opened["url"], opened["token"], calls)
+    finally:
+        httpx.delete(f"{args.server}/admin/worlds/{opened['world_id']}", headers=headers)
 
 
 def inprocess_ms(store: str, agent: str) -> float:
@@ -148,9 +169,14 @@ async def main() -> None:
     args = parser.parse_args()
     os.environ.setdefault("COMPOWORLD_MODEL_KEY", "unused")
     mcp = await mcp_calls(args, args.calls)
+    hub_mcp = await hub_mcp_calls(args, args.calls)
     direct = direct_calls(args, args.calls)
     inprocess = inprocess_ms(args.store, "verifiers:bench-mcp")
     whole = await episode(args, args.calls)
+    # The toolset path from whole episodes: 1 call, then 1 + calls in the same one turn (noisier: the program's
+    # start-up varies by tenths of a second).
+    one, many = await episode(args, 1, via_toolset=True), await episode(args, 1 + args.calls, via_toolset=True)
+    toolset = ((many["harness_s"] - many["model_s"]) - (one["harness_s"] - one["model_s"])) / args.calls * 1000
     print(
         json.dumps(
             {
@@ -158,8 +184,10 @@ async def main() -> None:
                 "inprocess_ms": round(inprocess, 3),
                 "verifiers_mcp_ms": round(statistics.median(mcp), 3),
                 "verifiers_mcp_added_ms": round(statistics.median(mcp) - inprocess, 3),
+                "hub_mcp_ms": round(statistics.median(hub_mcp), 3),
                 "server_call_http_ms": round(statistics.median(direct), 3),
                 "server_call_added_ms": round(statistics.median(direct) - inprocess, 3),
+                "toolset_ms": round(toolset, 3),
                 "episode_recorded_calls": whole["result"].get("calls"),
                 "episode_harness_s": round(whole["harness_s"], 3),
             }
