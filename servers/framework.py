@@ -220,6 +220,7 @@ class Service(Generic[S]):
         seed: Callable[[random.Random, Population], S],
         source: Source = "hand-written",
         system_fields: Iterable[str] = (),
+        modelled_on: str = "",
     ) -> None:
         if not re.fullmatch(r"[a-z][a-z0-9_]{1,30}", name) or "__" in name:
             raise ValueError(f"service name {name!r} must be lower_snake_case without '__'")
@@ -230,6 +231,9 @@ class Service(Generic[S]):
         self.version = version
         self.category = category
         self.description = description
+        self.modelled_on = modelled_on
+        """The real product(s) whose API the service follows ("" when none is named): what a tool's
+        realism is judged against, shown by ``compoworld services list``."""
         # ``state`` is the state class, or a function making it on first use (the spec engine
         # builds a spec's pydantic models only when the service is first seeded or called).
         self._state: type[S] | None = state if isinstance(state, type) else None

@@ -86,6 +86,7 @@ def summary(service: Service[Any]) -> dict[str, Any]:
         "read": len(service.read_tools),
         "write": len(service.write_tools),
         "description": service.description,
+        "modelled_on": service.modelled_on,
     }
 
 
@@ -100,7 +101,7 @@ def _spec_summary(name: str) -> dict[str, Any]:
         kinds = [t.kind for t in spec.tools]
         return ({"name": spec.name, "category": spec.category, "source": "spec", "version": spec.version,
                  "tools": len(kinds), "read": kinds.count("read"), "write": kinds.count("write"),
-                 "description": spec.description},)  # fmt: skip
+                 "description": spec.description, "modelled_on": spec.modelled_on},)  # fmt: skip
 
     cache = schema_cache.shared()
     key = f"spec-summary:{path}:{info.st_mtime_ns}:{info.st_size}"

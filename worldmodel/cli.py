@@ -57,6 +57,7 @@ def _simulated_rows() -> list[dict[str, Any]]:
             "read": sum(t.kind == "read" for t in s.tools),
             "write": sum(t.kind == "write" for t in s.tools),
             "description": s.description,
+            "modelled_on": s.modelled_on,
         }
         for s in specs
     ]

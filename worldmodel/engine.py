@@ -365,6 +365,7 @@ def build_service(spec: SimSpec, backend: Backend) -> Service[SimState]:
         state=SimState,
         seed=seed,
         source="simulated",
+        modelled_on=spec.modelled_on,
         # The engine stamps nothing on a record: a created one is the arguments plus the backend's
         # output (its id drawn from seq), so only the base fields, seq and clock, are the system's.
         system_fields=(),

@@ -119,6 +119,7 @@ def simulated_spec(spec: ServiceSpec) -> SimSpec:
         version=spec.version,
         category=spec.category,
         description=spec.description,
+        modelled_on=spec.modelled_on,
         collections=collections,
         tools=tools,
     )
@@ -155,6 +156,7 @@ def _compile_simulated(spec: ServiceSpec) -> SimSpec:
         version=spec.version,
         category=spec.category,
         description=spec.description,
+        modelled_on=spec.modelled_on,
         collections=collections,
         tools=tools,
     )

@@ -68,6 +68,8 @@ class SimSpec(BaseModel):
     version: int = 1
     category: str
     description: str
+    modelled_on: str = ""
+    """The real product(s) the simulated API follows (the catalog spec's ``modelled_on``)."""
     collections: dict[str, Collection] = Field(default_factory=dict)
     tools: list[SimTool]
 

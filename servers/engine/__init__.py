@@ -59,7 +59,7 @@ class SpecService(Service[Any]):
         super().__init__(header["name"], version=header["version"], category=header["category"],
                          description=header["description"], state=lambda: self.models.state,
                          seed=lambda rng, world: seed()(rng, world), source="spec",
-                         system_fields=SYSTEM_FIELDS)  # fmt: skip
+                         system_fields=SYSTEM_FIELDS, modelled_on=header["modelled_on"])  # fmt: skip
 
     def _built(self) -> tuple[ServiceSpec, Models, dict[str, Tool]]:
         parts = self._parts
@@ -138,7 +138,8 @@ def _first_call(service: SpecService, name: str) -> Callable[..., Any]:
 
 
 def _header(spec: ServiceSpec) -> dict[str, Any]:
-    return {"name": spec.name, "version": spec.version, "category": spec.category, "description": spec.description}
+    return {"name": spec.name, "version": spec.version, "category": spec.category, "description": spec.description,
+            "modelled_on": spec.modelled_on}  # fmt: skip
 
 
 def build_service(spec: ServiceSpec, spec_hash: str | None = None) -> SpecService:

@@ -257,6 +257,7 @@ service = Service(
     version=1,
     category="sales",
     description="Customer relationship management: accounts, contacts, deals and activities.",
+    modelled_on="HubSpot CRM API (companies, contacts, deals, engagements) / Salesforce",
     state=CrmState,
     seed=seed,
     system_fields=("created_at", "updated_at"),  # closed_at and occurred_at are outcomes

@@ -254,6 +254,7 @@ service = Service(
     version=1,
     category="communication",
     description="The user's mailbox: read, search, label, send, reply to and forward email.",
+    modelled_on="Gmail API (users.messages, threads, labels, drafts)",
     state=EmailState,
     seed=seed,
     system_fields=("updated_at",),  # a message's sent_at is the outcome of sending it

@@ -272,6 +272,7 @@ service = Service(
     version=1,
     category="productivity",
     description="The user's cloud drive: folders, documents, sharing, versions, trash and full-text search.",
+    modelled_on="Google Drive API (files, permissions, revisions) / Dropbox",
     state=FilesState,
     seed=seed,
     system_fields=("created_at", "modified_at", "modified_by", "version", "size_bytes"),

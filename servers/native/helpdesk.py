@@ -239,6 +239,7 @@ service = Service(
     version=1,
     category="support",
     description="Customer support tickets: triage, assign, reply, escalate, merge and solve within SLA.",
+    modelled_on="Zendesk Support API (tickets, comments, SLA policies)",
     state=HelpdeskState,
     seed=seed,
     # sla_due_at follows from created_at (or the escalation time) and the priority

@@ -272,6 +272,7 @@ service = Service(
     version=1,
     category="communication",
     description="SMS gateway: send and schedule texts from the organisation's numbers, track delivery and opt-outs.",
+    modelled_on="Twilio Programmable Messaging API (messages, scheduling, opt-outs)",
     state=SmsState,
     seed=seed,
     system_fields=("created_at",),  # opted_out_at is the outcome of opt_out

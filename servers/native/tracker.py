@@ -243,6 +243,7 @@ service = Service(
     version=1,
     category="productivity",
     description="Project tracker: projects, tasks, subtasks, dependencies, assignees, due dates and comments.",
+    modelled_on="Jira Cloud / Asana API (projects, issues, links, comments)",
     state=TrackerState,
     seed=seed,
     # counters issues task keys, which change when a task moves; project keys never change

@@ -274,6 +274,7 @@ service = Service(
     version=1,
     category="productivity",
     description="The company wiki: spaces, page trees, versions, comments, labels and full-text search.",
+    modelled_on="Confluence Cloud REST API (spaces, pages, versions, comments, labels)",
     state=WikiState,
     seed=seed,
     system_fields=("created_at", "updated_at", "version", "last_editor"),

@@ -80,6 +80,7 @@ service = Service(
     version=1,
     category="integration",
     description="Webhooks with delivery logs and retries, event-driven automation rules with run history, API keys.",
+    modelled_on="Zapier / Stripe webhook endpoints (deliveries, retries) and GitHub webhooks",
     state=AutomationState,
     seed=seed,
     # delivery attempts update their webhook; a run updates its rule

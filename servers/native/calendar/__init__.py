@@ -53,6 +53,7 @@ service = Service(
     version=1,
     category="productivity",
     description="The user's work calendar: events, invitations, meeting rooms and free/busy.",
+    modelled_on="Google Calendar API (events, freeBusy, resources) and Microsoft Graph calendar",
     state=CalendarState,
     seed=seed,
     system_fields=("updated_at",),

@@ -46,6 +46,7 @@ service = Service(
     version=1,
     category="communication",
     description="Team chat: channels, direct messages, threads, reactions and pins.",
+    modelled_on="Slack Web API (conversations, chat, reactions, pins)",
     state=ChatState,
     seed=seed,
     # posted_at is the outcome of posting; a reply bumps its parent's reply_count

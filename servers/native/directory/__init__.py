@@ -57,6 +57,7 @@ service = Service(
     version=1,
     category="productivity",
     description="Company directory and shared contacts: people, managers, groups and duplicate clean-up.",
+    modelled_on="Google Workspace Directory & People APIs (users, groups, contacts)",
     state=DirectoryState,
     seed=seed,
     system_fields=("updated_at",),

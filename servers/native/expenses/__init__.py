@@ -54,6 +54,7 @@ service = Service(
     version=1,
     category="finance",
     description="Employee expense reports: expense lines with receipts, policy checks, approvals, reimbursement.",
+    modelled_on="Expensify / SAP Concur expense report APIs",
     state=ExpensesState,
     seed=seed,
     system_fields=("created_at", "total", "needs_finance_approval", "next_reimbursement", "reimbursement_reference"),

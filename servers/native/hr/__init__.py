@@ -86,6 +86,7 @@ service = Service(
     version=1,
     category="people",
     description="HR system: employees, org chart, leave requests and balances, onboarding checklists.",
+    modelled_on="BambooHR API (employees, time off, onboarding) / Workday",
     state=HrState,
     seed=seed,
     system_fields=("used", "pending", "available"),  # leave balances follow the requests

@@ -78,6 +78,7 @@ service = Service(
     version=1,
     category="finance",
     description="Accounts receivable: bill customers, record payments, refunds and credit notes.",
+    modelled_on="Stripe Invoicing API (customers, invoices, payments, refunds, credit notes)",
     state=InvoicingState,
     seed=seed,
     # invoice totals are recomputed from lines, payments, refunds and credit notes; numbers come from counters

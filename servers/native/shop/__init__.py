@@ -81,6 +81,7 @@ service = Service(
     version=1,
     category="commerce",
     description="The company's online store: products and stock, customers, orders, discounts and fulfilment.",
+    modelled_on="Shopify Admin API (products, inventory, orders, fulfillments, discounts)",
     state=ShopState,
     seed=seed,
     # order prices are recomputed from the lines; stock and refunded_amount are outcomes (restock, refund)

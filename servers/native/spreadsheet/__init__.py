@@ -68,6 +68,7 @@ service = Service(
     version=1,
     category="productivity",
     description="Shared spreadsheets: read and write cell ranges, append rows, find values, compute totals.",
+    modelled_on="Google Sheets API (spreadsheets.values, batchUpdate)",
     state=SpreadsheetState,
     seed=seed,
     # index: sheet positions are renumbered when a sheet is deleted
