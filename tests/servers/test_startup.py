@@ -105,9 +105,10 @@ def test_serving_one_service_imports_only_that_service(tmp_path: Path) -> None:
     assert all("__" not in n for n in names)  # the service's own tools, not a hub's
     assert service_modules(modules) == {"servers.native.email"}
     # Serving needs neither the hub, the world model, the task generator nor the harness (the
-    # world model's light CLI module is imported with the services group, for ``services list``).
+    # world model's and the task generator's light modules for ``services list`` are imported with
+    # the services group).
     others = [m for m in modules if m.split(".")[0] in ("hub", "worldmodel", "taskgen", "harness")]
-    assert set(others) <= {"worldmodel", "worldmodel.cli"}, others
+    assert set(others) <= {"worldmodel", "worldmodel.cli", "taskgen", "taskgen.listing"}, others
     # Nor rich: serving prints nothing with it.
     assert not [m for m in modules if m.split(".")[0] in ("rich", *HEAVY)]
 
@@ -161,9 +162,10 @@ def test_lazy_root_behaves_like_the_eager_one() -> None:
         else:
             eager.command(name)(obj)
     eager.add_typer(cli.train_app, name="train")
+    eager.add_typer(cli.serve_app, name="serve")
 
     runner = CliRunner()
-    for argv in ([], ["--help"], *([name, "--help"] for name in [*cli.LAZY_COMMANDS, "train"])):
+    for argv in ([], ["--help"], *([name, "--help"] for name in [*cli.LAZY_COMMANDS, "train", "serve"])):
         lazy_result = runner.invoke(cli.app, argv, prog_name="compoworld")
         eager_result = runner.invoke(eager, argv, prog_name="compoworld")
         assert lazy_result.output == eager_result.output, argv

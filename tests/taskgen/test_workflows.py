@@ -282,7 +282,8 @@ def test_a_batch_handles_each_record_alike_and_scores_each(hub: Hub, workflows: 
                 # each record's writes act on its own records, never on what the first one made
                 assert not any(f'"steps.{i}.' in refs for i in made_first), refs
         task = _task(flow, hub, "batch")
-        for stage in flow.stages:
+        assert str(first.trigger.anchor) in task.instruction  # in the situation, quoted or not
+        for stage in repeats:
             assert f"'{stage.trigger.anchor}'" in task.instruction
         assert {str(s.trigger.anchor) for s in flow.stages} <= {r["value"] for r in task.meta["references"]}
         assert task.meta["records"] == len(flow.stages)
