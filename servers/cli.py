@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
@@ -23,6 +24,13 @@ app = typer.Typer(help="Inspect, check, build, verify and serve the tool service
 
 #: Providers of rows for services served by other packages (the world model registers its own).
 EXTRA_ROWS: list[Callable[[], list[dict[str, Any]]]] = []
+
+#: Fillers of columns that other packages compute, each called once with every listed row (all
+#: sources, before ``--source`` filters them) to set its own keys on them in place. ``servers`` may
+#: not import the packages to its right, so they register here from a module the root command
+#: imports with ``services`` (``training.cli.ALSO_IMPORT``): ``taskgen.listing`` fills ``patterns``,
+#: the ids of the workflow patterns each service can join.
+EXTRA_COLUMNS: list[Callable[[list[dict[str, Any]]], None]] = []
 
 
 @functools.cache
@@ -52,6 +60,13 @@ def _lookup(name: str) -> Service[Any]:
         raise typer.Exit(2) from None
 
 
+def short_product(modelled_on: str, width: int = 30) -> str:
+    """The product(s) a service is modelled on as a table cell: without the parenthesised API
+    parts (``Gmail API (users.messages, labels)`` is ``Gmail API``), cut to ``width``."""
+    text = " ".join(re.sub(r"\([^)]*\)", "", modelled_on).split())
+    return text if len(text) <= width else text[: width - 1].rstrip() + "…"
+
+
 def signature(tool: Tool) -> str:
     """``name(arg: type, opt?: type = default)`` from the tool's input schema."""
     props: dict[str, Any] = tool.input_schema.get("properties", {})
@@ -77,7 +92,8 @@ def list_services(
         str | None, typer.Option(help="Only services of this source: hand-written, spec, contrib, simulated, external.")
     ] = None,
 ) -> None:
-    """List every service (hand-written, spec-run, contributed, simulated) with its source and tool counts."""
+    """List every service (hand-written, spec-run, contributed, simulated) with its category, source, the
+    product it is modelled on, tool counts and the workflow patterns it can join."""
     from rich.table import Table
 
     from servers.registry import summaries
@@ -87,31 +103,43 @@ def list_services(
     rows += sorted(
         (r for provider in EXTRA_ROWS for r in provider() if r["name"] not in known), key=lambda r: r["name"]
     )
+    for fill in EXTRA_COLUMNS:
+        fill(rows)
     if source:
         rows = [r for r in rows if r["source"] == source]
     if as_json:
         print(json.dumps(rows, indent=2))
         return
+    counts = ("tools", "read", "write", "patterns")
     table = Table(title="CompoWorld services")
-    for column in ("service", "category", "source", "tools", "read", "write"):
-        table.add_column(column, justify="right" if column in ("tools", "read", "write") else "left")
+    for column in ("service", "category", "source", "modelled on", *counts):
+        # the counts keep their width on a narrow terminal (rich shrinks the text columns instead)
+        if column in counts:
+            table.add_column(column, justify="right", no_wrap=True, min_width=len(column))
+        else:
+            table.add_column(column, overflow="ellipsis")
     for row in rows:
+        patterns = row.get("patterns")  # absent when no package fills the column (servers used alone)
         table.add_row(
             row["name"],
             row["category"],
             row["source"],
+            short_product(row["modelled_on"]),
             str(row["tools"]),
             str(row["read"]),
             str(row["write"]),
+            "" if patterns is None else str(len(patterns)),
         )
     table.add_section()
     table.add_row(
         f"{len(rows)} services",
         "",
         "",
+        "",
         str(sum(r["tools"] for r in rows)),
         str(sum(r["read"] for r in rows)),
         str(sum(r["write"] for r in rows)),
+        "",
     )
     console().print(table)
 

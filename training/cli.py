@@ -39,8 +39,9 @@ LAZY_COMMANDS: dict[str, str] = {
 }
 
 #: Modules a sub-command needs imported for their side effects: ``worldmodel.cli`` adds the
-#: simulated services' rows to ``services list`` (``servers`` may not import ``worldmodel``).
-ALSO_IMPORT: dict[str, tuple[str, ...]] = {"services": ("worldmodel.cli",)}
+#: simulated services' rows to ``services list`` and ``taskgen.listing`` its ``patterns`` column
+#: (``servers`` may import neither ``worldmodel`` nor ``taskgen``).
+ALSO_IMPORT: dict[str, tuple[str, ...]] = {"services": ("worldmodel.cli", "taskgen.listing")}
 
 _SETTINGS: dict[str, Any] = {"pretty_exceptions_enable": False}
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import textwrap
+
 from hub.core import Hub
-from taskgen.coverage import service_patterns, short_of
+from taskgen.coverage import MIN_PATTERNS, SHORT_OF_PATTERNS, service_patterns, short_of
 from taskgen.pattern import Pattern, load_patterns
 
 
@@ -48,3 +50,17 @@ def test_the_library_s_patterns_reach_the_core_services(hub: Hub) -> None:
     short = short_of(hub.registry)
     for core in ("crm", "email", "calendar", "helpdesk", "invoicing", "tracker"):
         assert core not in short and len(joined[core]) >= 3
+
+
+def test_the_services_short_of_patterns_are_exactly_the_known_debt(hub: Hub) -> None:
+    short = set(short_of(hub.registry))
+    if short != SHORT_OF_PATTERNS:
+        names = textwrap.fill(", ".join(f'"{n}"' for n in sorted(short)), 108, initial_indent="    ",
+                              subsequent_indent="    ")  # fmt: skip
+        raise AssertionError(
+            f"the services joining fewer than {MIN_PATTERNS} patterns changed: newly short"
+            f" {sorted(short - SHORT_OF_PATTERNS)}, no longer short {sorted(SHORT_OF_PATTERNS - short)}."
+            f" A new service must join {MIN_PATTERNS} patterns (add patterns to taskgen/workflows/ or roles to"
+            " its spec); once patterns are added, paste the current set into taskgen/coverage.py:"
+            f"\n\nSHORT_OF_PATTERNS: frozenset[str] = frozenset({{\n{names}\n}})  # fmt: skip\n"
+        )
