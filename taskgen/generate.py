@@ -17,6 +17,7 @@ from hub.core import Hub
 from hub.registry import native_entry
 from taskgen.adversaries import prepare as prepare_panel
 from taskgen.compose import compose
+from taskgen.flowmodel import Flow
 from taskgen.gates import check_gates
 from taskgen.instantiate import instantiate
 from taskgen.pattern import load_patterns
@@ -118,6 +119,21 @@ def attempt(
     return [f"gate:{gate}" for gate in check_gates(hub, task, walker)] or task
 
 
+def distractor_pool(hub: Hub, flow: Flow) -> list[str]:
+    """The services a pattern task may mount beside its own: every other one except the *rivals*
+    of its writes, services with a write of the same op on the same entity kind ("create a task":
+    a second tracker). The request names what to do, not the application (a person would say "add a
+    task for it", knowing their team has one tracker), so a mounted rival would make it ambiguous:
+    an agent that files the task in the other tracker did what was asked and is scored 0."""
+    done = {(e.meta.op, e.meta.entity) for e in (s.entry for s in flow.steps) if e.kind == "write" and e.meta}
+    rivals = {
+        entry.service
+        for entry in hub.registry.tools.values()
+        if entry.kind == "write" and entry.meta is not None and (entry.meta.op, entry.meta.entity) in done
+    }
+    return sorted(set(hub.registry.services) - set(flow.services) - rivals)
+
+
 def workflows_for(hub: Hub, walker: Walker) -> Workflows:
     """The pattern engine of ``hub`` for the walker's seed, built once (kept with the hub)."""
     found = hub.derived.get(("workflows", walker.seed))
@@ -149,7 +165,7 @@ def attempt_pattern(
     try:
         if len(flow.services) < min_services:
             return ["too_few_services"]
-        others = sorted(set(hub.registry.services) - set(flow.services))
+        others = distractor_pool(hub, flow)
         distractors = sorted(rng.sample(others, min(len(others), DISTRACTORS)))
         task = compose_flow(flow, f"p{seed}-{index:05d}", seed, rng, distractors)
     finally:

@@ -148,6 +148,26 @@ def test_kept_pattern_tasks_name_records_unambiguously_and_never_state_the_repor
             assert str(value).casefold() not in task.instruction.casefold(), task.id
 
 
+def test_no_mounted_distractor_offers_a_write_the_task_asks_for(hub: Hub, pattern_tasks: Generation) -> None:
+    """ "Add a task for it" with a second tracker mounted would be ambiguous: a distractor never
+    offers the same write (op on an entity kind) as a step of the plan."""
+
+    def op(tool: str) -> tuple[str, str] | None:
+        entry = hub.registry.tools[tool]
+        return (entry.meta.op, entry.meta.entity) if entry.kind == "write" and entry.meta else None
+
+    offered: dict[str, set[tuple[str, str]]] = {}
+    for tool in hub.registry.tools:
+        found = op(tool)
+        if found is not None:
+            offered.setdefault(hub.registry.tools[tool].service, set()).add(found)
+    for task in pattern_tasks.tasks:
+        asked = {op(step.tool) for step in task.plan} - {None}
+        assert asked and len(task.distractor_services) >= 5, task.id
+        for name in task.distractor_services:
+            assert not offered.get(name, set()) & asked, (task.id, name)
+
+
 def test_pattern_instructions_are_requests_not_recipes(pattern_tasks: Generation, hub: Hub) -> None:
     for task in pattern_tasks.tasks:
         text = task.instruction.replace(f"`{next(iter(task.expected_report), '')}`", "")
