@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Literal, cast
 
 from harness.agents import HOUSE_RULES
+from harness.config import RunConfig
 from harness.env import InProcessEnv
 from harness.session_store import (
     CALLS_FILE,
@@ -330,7 +331,7 @@ def score(
         duration_s=round(max(0.0, ended - started), 4),
         services=task.services,
     )
-    store.start_run(run, {"path": "external"}, [task])
+    store.start_run(run, RunConfig(surface=trajectory.surface, path="external"), [task])
     store.add(run, trajectory, task)
     return trajectory
 
