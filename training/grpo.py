@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import time
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -140,6 +141,7 @@ class CompoWorldEnv:
         self.env: InProcessEnv | None = None
         self.started_at = 0.0
         self.recorded = False  # whether this rollout is in the run store (recorded once, whatever the rewards)
+        OPEN_ENVS.add(self)
 
     @classmethod
     def shared_hub(cls) -> Hub:
@@ -207,6 +209,23 @@ class CompoWorldEnv:
     def get_reward(self) -> float:
         """The rubric score without the report (logged by TRL beside the reward functions)."""
         return self._score().score
+
+
+OPEN_ENVS: weakref.WeakSet[CompoWorldEnv] = weakref.WeakSet()
+"""Every live environment: TRL makes them and never closes them, and each holds its last rollout's
+world open until its next ``reset``; :func:`close_worlds` closes those when training ends."""
+
+
+def close_worlds() -> int:
+    """Close the world each live environment still holds (a module function, not a method: TRL
+    would offer a public method to the model as a tool); returns how many were open."""
+    closed = 0
+    for env in list(OPEN_ENVS):
+        if env.world is not None:
+            env.world.close()
+            env.world, env.env = None, None
+            closed += 1
+    return closed
 
 
 def env_tool_schemas() -> list[dict[str, Any]]:
@@ -430,6 +449,7 @@ def train_grpo(config: GRPOTraining) -> dict[str, Any]:
         trainer.train()
     finally:
         CompoWorldEnv.recording = previous
+        close_worlds()
     trainer.save_model(output_dir)
     return {
         "log": [dict(h) for h in trainer.state.log_history],

@@ -25,6 +25,7 @@ from training.grpo import (
     CompoWorldEnv,
     RolloutRecording,
     cfrr_reward,
+    close_worlds,
     env_tool_schemas,
     grpo_rows,
     rubric_reward,
@@ -62,6 +63,17 @@ def test_reset_opens_the_task_world_and_tools_are_the_gateway(tasks: list[Task])
     assert env.calls == [] and env.errors == 0
     public = [m for m in dir(env) if not m.startswith("_") and callable(getattr(env, m))]
     assert {"reset", "list_services", "list_tools", "describe_tool", "call_tool"} <= set(public)
+
+
+def test_worlds_left_open_by_environments_are_closed_when_training_ends(tasks: list[Task]) -> None:
+    envs = [CompoWorldEnv() for _ in range(2)]
+    envs[0].reset(**grpo_rows(tasks)[0])  # TRL never closes an environment: its last world stays open
+    world = envs[0].world
+    assert world is not None and not world.closed
+    assert close_worlds() >= 1
+    assert world.closed and envs[0].world is None and envs[1].world is None
+    assert json.loads(envs[0].list_services())["error"]["code"] == 409  # reset() must come first again
+    assert close_worlds() == 0
 
 
 def test_rewards_score_each_group_of_rollouts(tasks: list[Task]) -> None:
