@@ -9,6 +9,12 @@ adapter's tools (``harness.inspect_task.gateway_tools``) and straight into the h
 by world in turn, and prints the median per-call cost of each (target: the adapter adds <= 2 ms a call),
 and beside it the cost of a call through Inspect's own tool executor (``execute_tools``: argument
 validation, transcript events), which Inspect adds to any tool.
+
+``--adapters`` then runs every other framework adapter's own benchmark, each in the environment it
+needs (``.venvs/verl`` and ``.venvs/verifiers``, made by their tests, for verl and verifiers), and
+prints one line per adapter: the milliseconds it adds to a tool call over the in-process harness
+path (target <= 2 ms), the path measured, and the benchmark to run for the details. An adapter whose
+environment is missing is reported as skipped.
 """
 
 from __future__ import annotations
@@ -17,7 +23,9 @@ import argparse
 import importlib.util
 import json
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -29,6 +37,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, default=100)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--adapters", action="store_true", help="also measure every framework adapter's added cost")
     args = parser.parse_args()
 
     from harness.agent_spec import make_agent
@@ -51,6 +60,8 @@ def main() -> None:
     results["target_inprocess_episodes_per_min"] = 1000
     if importlib.util.find_spec("inspect_ai") is not None:
         results.update(inspect_overhead(hub, tasks[:20], oracle))
+    if args.adapters:
+        results.update(adapter_overheads())
     if args.json:
         print(json.dumps(results, indent=2))
         return
@@ -106,6 +117,83 @@ def inspect_overhead(hub: Any, tasks: list[Any], oracle: Any, rounds: int = 5) -
         "inspect_execute_tools_added_ms_per_call": round(executor_ms - env_ms, 3),
         "target_inspect_adapter_added_ms_per_call": 2.0,
     }
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _bench_json(python: Path, *command: str) -> dict[str, Any]:
+    done = subprocess.run([str(python), *command], cwd=ROOT, capture_output=True, text=True, timeout=900, check=True)
+    return dict(json.loads(done.stdout[done.stdout.index("{") :]))
+
+
+def adapter_overheads() -> dict[str, Any]:
+    """``<adapter>_added_ms_per_call`` for FastMCP, OpenEnv, verl and verifiers, from their own benchmarks
+    (``"skipped: …"`` where the adapter's environment is missing)."""
+    here, out = Path(sys.executable), {}
+    out["fastmcp_mount_added_ms_per_call"] = _bench_json(here, "bench/fastmcp_mount.py", "--json")["added_write_ms"]
+    if importlib.util.find_spec("openenv") is not None:
+        found = _bench_json(here, "bench/openenv_server.py", "--json", "--tasks", "10")
+        out["openenv_added_ms_per_call"] = found["openenv_added_ms_per_call_median"]  # a separate server process
+    else:
+        out["openenv_added_ms_per_call"] = "skipped: pip install -e .[openenv]"
+    verl = ROOT / ".venvs/verl/bin/python"
+    out["verl_added_ms_per_call"] = (
+        _bench_json(verl, "bench/verl_tools.py", "--json", "--tasks", "20")["added_median_ms_per_call"]
+        if verl.exists()
+        else "skipped: no .venvs/verl (pytest tests/training/test_verl_tools.py makes it)"
+    )
+    verifiers = ROOT / ".venvs/verifiers/bin/python"
+    if verifiers.exists():
+        found = verifiers_calls(verifiers)
+        out["verifiers_server_call_added_ms_per_call"] = found["server_call_added_ms"]
+        out["verifiers_mcp_added_ms_per_call"] = found["verifiers_mcp_added_ms"]
+    else:
+        out["verifiers_added_ms_per_call"] = "skipped: no .venvs/verifiers (tests/integrations/test_verifiers.py)"
+    out["target_adapter_added_ms_per_call"] = 2.0
+    return out
+
+
+def verifiers_calls(python: Path) -> dict[str, Any]:
+    """``integrations/verifiers/examples/bench_calls.py`` against a ``compoworld serve verifiers`` of its own."""
+    import socket
+
+    from taskgen.generate import generate
+    from taskgen.task import write_jsonl
+
+    folder = Path(tempfile.mkdtemp(prefix="bench-verifiers-"))
+    task = generate(1, seed=0).tasks[0]
+    write_jsonl([task], folder / "tasks.jsonl")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    store, token = folder / "runs.db", "bench"
+    serve = [
+        str(Path(sys.executable).parent / "compoworld"),
+        "serve",
+        "verifiers",
+        "--tasks",
+        str(folder / "tasks.jsonl"),
+    ]
+    server = subprocess.Popen(
+        [*serve, "--store", str(store), "--port", str(port), "--token", token],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            with socket.socket() as sock:
+                if sock.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.2)
+        url = f"http://127.0.0.1:{port}"
+        command = ["integrations/verifiers/examples/bench_calls.py", "--server", url, "--token", token]
+        return _bench_json(python, *command, "--store", str(store), "--task", task.id, "--calls", "200")
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
 
 
 if __name__ == "__main__":
