@@ -338,7 +338,8 @@ def tell(flow: Flow, reports: list[Report], rng: random.Random) -> str:
                 number += 1
             continue
         sentences = [(connector + " " if connector else rng.choice(OPENERS)) + _lower_first(asks[0])] if asks else []
-        sentences += [f"{rng.choice(THEN)} {_lower_first(ask)}" for ask in asks[1:]]
+        # an ask that starts "Also ..." takes no "Also," before it ("Also, also set up ...")
+        sentences += [f"{rng.choice(THEN)} {_lower_first(re.sub(r'^Also,? ', '', ask))}" for ask in asks[1:]]
         parts.append(" ".join(s[0].upper() + s[1:] for s in sentences))
     for stage in told:
         branch = stage.branch
@@ -347,8 +348,11 @@ def tell(flow: Flow, reports: list[Report], rng: random.Random) -> str:
             # the alternative as one of the records had it done (the rule is stated once for both)
             alike = [stage, *(r for r in repeats if r.model is stage)]
             instead = next((d for s in alike for d in s.done if d.reaction is branch.rule.instead), None)
-            slots = {"when": "", "minutes": "", "container": "the right one", **(instead.slots if instead else {})}
             alternative = branch.rule.instead
+            # not done (the rule held for no record), so no record was chosen to file it under
+            kinds = alternative.within if alternative is not None else []
+            unnamed = f"the right {humanize(kinds[0])}" if kinds else "the right place"
+            slots = {"when": "", "minutes": "", "container": unnamed, **(instead.slots if instead else {})}
             if alternative is not None and alternative.minutes:
                 slots["minutes"] = str(alternative.minutes)
             if alternative is not None and alternative.when is not None and not slots["when"]:
