@@ -192,7 +192,10 @@ def text(rng: random.Random, template: str, values: dict[str, Any]) -> str:
             return rng.choice(key[5:].split("|"))
         return str(values.get(key) or "")
 
-    return re.sub(r"\{([^{}]+)\}", fill, template).strip() or "untitled"
+    filled = re.sub(r"\{([^{}]+)\}", fill, template)
+    # an empty optional field leaves its separator dangling ("Reclass - " for "Reclass - {counterparty}")
+    filled = re.sub(r"(\s+[-–—:/|,]+)+\s*$", "", filled)
+    return " ".join(filled.split()) or "untitled"
 
 
 def stamps(rng: random.Random, now: dt.datetime, max_age_days: int = 180) -> tuple[dt.datetime, dt.datetime]:

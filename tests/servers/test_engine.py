@@ -211,6 +211,14 @@ def test_fleet_completing_a_trip_adds_its_distance_to_the_odometer() -> None:
     assert state.vehicles[trip.vehicle_id].odometer == pytest.approx(before + 312.4)
 
 
+def test_a_text_seed_whose_optional_field_is_empty_leaves_no_dangling_separator() -> None:
+    # ledger memos are "Reclass - {counterparty}"; an entry without a counterparty was "Reclass -"
+    state = load("ledger").seed_state(0)
+    bare = [e.memo for e in state.journal_entries.values() if not e.counterparty]
+    assert bare and all(memo.strip() == memo and not memo.endswith(("-", ":")) for memo in bare), bare
+    assert any(" - " in e.memo for e in state.journal_entries.values() if e.counterparty)
+
+
 def test_fleet_a_driver_without_a_licence_cannot_start_a_trip() -> None:
     fleet = load("fleet")
     state = fleet.seed_state(0)
