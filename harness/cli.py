@@ -13,7 +13,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from hub.cli import SurfaceOpt  # one definition of the surfaces' names for every command line
+from hub.cli import SurfaceOpt, TransportOpt  # one definition of these names for every command line
 
 if TYPE_CHECKING:  # the CLI imports the project's modules when a command runs, to start fast
     from harness.export import RebuildTools
@@ -39,11 +39,6 @@ class PathOpt(StrEnum):
 class BackendOpt(StrEnum):
     local = "local"
     ray = "ray"
-
-
-class TransportOpt(StrEnum):
-    stdio = "stdio"
-    http = "http"
 
 
 def _progress() -> Progress:
