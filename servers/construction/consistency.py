@@ -26,6 +26,10 @@ from servers.construction.specmodels import (
 from servers.construction.vocabulary import SHARED
 from servers.roles import role_problem
 
+RESERVED_PLURALS = frozenset({"collections", "seq", "clock"})
+"""State field names an entity's records may not take: ``collections`` (where simulated services
+keep theirs, ``hub.collateral.NESTED``) and the engine's own counters."""
+
 
 def _operand_problems(spec: BaseServiceSpec, tool: ToolSpec, operand: str, where: str) -> list[str]:
     entity = spec.entities[tool.entity]
@@ -290,6 +294,13 @@ def catalog_problems(spec: BaseServiceSpec) -> list[str]:
     plurals = [e.plural for e in spec.entities.values()]
     if len(set(plurals)) != len(plurals):
         problems.append("two entities share a plural")
+    for name, entity in spec.entities.items():
+        if entity.plural in RESERVED_PLURALS:
+            problems.append(
+                f"entity {name!r}: plural {entity.plural!r} is reserved (the state field under which simulated"
+                " services keep their records, which the rubric's diffs read as such); name it e.g."
+                f" '{name}_{entity.plural}'"
+            )
     for tool in spec.tools:
         problems.extend(_tool_problems(spec, tool))
     for ename in spec.entities:

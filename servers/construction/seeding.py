@@ -190,7 +190,9 @@ def text(rng: random.Random, template: str, values: dict[str, Any]) -> str:
         key = match.group(1)
         if key.startswith("pick:"):
             return rng.choice(key[5:].split("|"))
-        return str(values.get(key) or "")
+        value = str(values.get(key) or "")
+        # an enum value reads as words in a title ("Renovated multi family home", not "multi_family")
+        return value.replace("_", " ") if re.fullmatch(r"[a-z0-9]+(_[a-z0-9]+)+", value) else value
 
     filled = re.sub(r"\{([^{}]+)\}", fill, template)
     # an empty optional field leaves its separator dangling ("Reclass - " for "Reclass - {counterparty}")

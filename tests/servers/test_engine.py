@@ -211,6 +211,16 @@ def test_fleet_completing_a_trip_adds_its_distance_to_the_odometer() -> None:
     assert state.vehicles[trip.vehicle_id].odometer == pytest.approx(before + 312.4)
 
 
+def test_a_spec_may_not_keep_its_records_under_a_reserved_state_field() -> None:
+    # "collections" is where simulated services keep theirs: the rubric's diffs read it as such, so a
+    # spec entity of that plural made every record created in it go unchecked
+    spec = copy.deepcopy(SPEC)
+    entity = next(iter(spec["entities"].values()))
+    entity["plural"] = "collections"
+    with pytest.raises(ValueError, match="plural 'collections' is reserved"):
+        ServiceSpec.model_validate(spec)
+
+
 def test_a_text_seed_whose_optional_field_is_empty_leaves_no_dangling_separator() -> None:
     # ledger memos are "Reclass - {counterparty}"; an entry without a counterparty was "Reclass -"
     state = load("ledger").seed_state(0)
