@@ -134,6 +134,47 @@ def distractor_pool(hub: Hub, flow: Flow) -> list[str]:
     return sorted(set(hub.registry.services) - set(flow.services) - rivals)
 
 
+def rule_services(hub: Hub, flow: Flow) -> list[str]:
+    """Services a task's house rules need mounted besides its own: where a rule held, the service of
+    the step it forbade (the request still asks for it); where it did not, one that can do the rule's
+    alternative. A missing one would give the branch away, or make the rule impossible to follow had
+    the agent read the threshold otherwise. A hand-written service is preferred (the core
+    applications: calendar, tracker, helpdesk …), then the first by name."""
+    out: list[str] = []
+    for stage in flow.stages:
+        branch = stage.branch
+        if branch is None:
+            continue
+        if stage.skipped is not None and stage.skipped.service not in {*flow.services, *out}:
+            out.append(stage.skipped.service)
+        alternative = branch.rule.instead
+        if alternative is None or any(d.reaction is alternative for d in stage.done):
+            continue
+        offering = sorted(
+            {
+                e.service
+                for e in hub.registry.tools.values()
+                if e.kind == "write"
+                and e.meta is not None
+                and e.meta.op in alternative.op
+                and e.meta.entity in alternative.entity
+                and (not alternative.categories or hub.registry.services[e.service].category in alternative.categories)
+            },
+            key=lambda name: (hub.registry.services[name].source != "hand-written", name),
+        )
+        if offering and not set(offering) & {*flow.services, *out}:
+            out.append(offering[0])
+    return out
+
+
+def pattern_distractors(hub: Hub, flow: Flow, rng: random.Random) -> list[str]:
+    """The services mounted beside a pattern task's own: what its rules need, then random ones from
+    :func:`distractor_pool` up to :data:`DISTRACTORS` in all."""
+    needed = rule_services(hub, flow)
+    pool = [name for name in distractor_pool(hub, flow) if name not in needed]
+    return sorted([*needed, *rng.sample(pool, max(0, min(len(pool), DISTRACTORS - len(needed))))])
+
+
 def workflows_for(hub: Hub, walker: Walker) -> Workflows:
     """The pattern engine of ``hub`` for the walker's seed, built once (kept with the hub)."""
     found = hub.derived.get(("workflows", walker.seed))
@@ -165,9 +206,7 @@ def attempt_pattern(
     try:
         if len(flow.services) < min_services:
             return ["too_few_services"]
-        others = distractor_pool(hub, flow)
-        distractors = sorted(rng.sample(others, min(len(others), DISTRACTORS)))
-        task = compose_flow(flow, f"p{seed}-{index:05d}", seed, rng, distractors)
+        task = compose_flow(flow, f"p{seed}-{index:05d}", seed, rng, pattern_distractors(hub, flow, rng))
     finally:
         flow.close()
     if kept is not None and signature(task) in kept:

@@ -13,7 +13,7 @@ from collections import Counter
 from typing import Any
 
 from taskgen.gates import check_gates
-from taskgen.generate import DISTRACTORS, TRIGGER_TRIES, default_hub, distractor_pool
+from taskgen.generate import TRIGGER_TRIES, default_hub, pattern_distractors
 from taskgen.instantiate import instantiate
 from taskgen.pattern import load_patterns
 from taskgen.story import compose_flow
@@ -46,10 +46,7 @@ def check_patterns(attempts: int = 20, seed: int = 0, only: list[str] | None = N
                 rejections[reason] += 1
                 continue
             try:
-                others = distractor_pool(hub, flow)
-                task = compose_flow(
-                    flow, f"{pattern.id}-{index}", seed, rng, rng.sample(others, min(len(others), DISTRACTORS))
-                )
+                task = compose_flow(flow, f"{pattern.id}-{index}", seed, rng, pattern_distractors(hub, flow, rng))
             finally:
                 flow.close()
             failed = check_gates(hub, task, walker)

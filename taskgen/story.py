@@ -264,12 +264,17 @@ def _ask(done: Done, stage: Stage, flow: Flow, rng: random.Random) -> str:
         "anchor": (flow.root if stage.chained else stage.trigger).anchor or "",
         "entity": stage.trigger.entity,
         "minutes": str(done.reaction.minutes or ""),
-        "container": done.slots.get("container", "the right one"),
+        "container": done.slots.get("container", ""),
         "when": done.slots.get("when", ""),
         "threshold": "",
         "persona": "",
     }
     phrasings = done.reaction.ask
+    if "container" not in done.slots:
+        # the application files it under nothing ("create a task in the right one" would be a riddle)
+        phrasings = [a for a in phrasings if "{container}" not in a] or [
+            re.sub(r",?\s*\b(?:in|under|into|to|on)\s+(?:the\s+\w+\s+)?\{container\}", "", a) for a in phrasings
+        ]
     repeats = [s for s in flow.stages if s.model is stage]
     if repeats:
         # one ask covers both records: say it without the first one's name where a phrasing can

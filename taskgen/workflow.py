@@ -182,6 +182,7 @@ class Workflows:
                     if r.anchor
                     and self.in_state(r.record, spec.state)
                     and all(r.fields(role, kind or None) for role, kind in needs)
+                    and not self.is_user(r, needs)
                 ]
                 found = [r for r in eligible if r.anchor and self.unique(service, r.anchor)]
                 listed = self.located(step)
@@ -202,6 +203,16 @@ class Workflows:
                 flow.given.append(chosen.anchor)
                 return chosen
         raise WalkError("no_trigger")
+
+    def is_user(self, record: Located, needs: set[tuple[str, str]]) -> bool:
+        """Whether a person the pattern takes from the trigger (its author, owner, requester …) is
+        the user the agent works for: "email the author about it" would be a note to oneself, and
+        "book a review with the author" a meeting with no one (the calendar drops the organiser)."""
+        me = self.walker.synth.world.me
+        mine = {me.email.casefold(), me.name.casefold()}
+        return any(
+            str(value).casefold() in mine for role, kind in needs for _, value, _ in record.fields(role, kind or None)
+        )
 
     @staticmethod
     def trigger_needs(pattern: Pattern) -> set[tuple[str, str]]:
@@ -327,6 +338,8 @@ class Workflows:
                 roles |= set(self.field_roles.get(self.id_entity[kind], {}).values())  # found by a lookup
         if not set(reaction.links) <= roles:
             return False
+        if reaction.minutes is not None and not ("end" in roles or "duration_minutes" in kinds.values()):
+            return False  # a "15-minute huddle" is not a ticketed public event with no end
         made = {flow.trigger.service} | {d.service for d in flow.done}
         for name in entry.input_schema.get("required", []):
             kind = kinds.get(name, "")
@@ -574,6 +587,12 @@ class Workflows:
                 checked.add(name)
                 slots["when"] = self._spoken(when, kind)
                 flow.given.append(value)
+                continue
+            if kind == "duration_minutes" and reaction.minutes is not None:
+                # "book a 60-minute session": the length asked for, checked (a drawn one would differ)
+                length: int | float = reaction.minutes if item.get("type") != "number" else float(reaction.minutes)
+                args[name] = given[name] = length
+                checked.add(name)
                 continue
             if name not in required and not (generous and kind in TEXT_TYPES - {"tag", "search_query"}):
                 continue

@@ -11,9 +11,11 @@ from typing import Any
 import pytest
 
 from hub.core import Hub
+from servers.population import Population
 from taskgen.flowmodel import Flow, record_schema
 from taskgen.gates import ambiguous
 from taskgen.generate import Generation, generate, generate_parallel
+from taskgen.graph import param_types
 from taskgen.instantiate import instantiate
 from taskgen.oracle import run_plan
 from taskgen.pattern import Pattern, load_patterns
@@ -112,11 +114,16 @@ def test_values_are_carried_only_between_compatible_roles(hub: Hub, workflows: W
 
 
 @pytest.mark.slow
+def _unquoted(text: str) -> str:
+    """The instruction without its quoted names: a record may be called 'team_photo_02.pdf'."""
+    return re.sub(r"(?<!\w)'[^'\n]*'(?!\w)", "''", text)
+
+
 def test_a_thousand_pattern_tasks_hold_no_recipe(hub: Hub) -> None:
     tasks = generate_parallel(1000, seed=1, workers=2, hub=hub, source="patterns").tasks
     assert len(tasks) == 1000
     for task in tasks:
-        text = task.instruction.replace(f"`{next(iter(task.expected_report), '')}`", "")
+        text = _unquoted(task.instruction.replace(f"`{next(iter(task.expected_report), '')}`", ""))
         for pattern in DICTATION:
             assert not pattern.search(text), (task.id, pattern.pattern, task.instruction)
         for value in task.expected_report.values():
@@ -168,9 +175,70 @@ def test_no_mounted_distractor_offers_a_write_the_task_asks_for(hub: Hub, patter
             assert not offered.get(name, set()) & asked, (task.id, name)
 
 
+def test_no_pattern_task_has_the_user_write_to_or_meet_themselves(hub: Hub, pattern_tasks: Generation) -> None:
+    """The user the agent works for is a seeded employee too (the author of some pull requests, the
+    owner of some records): a trigger whose linked person is the user is never chosen, so no
+    message goes to the user's own address and no meeting has the user as its only guest."""
+    for task in pattern_tasks.tasks:
+        me = Population.generate(task.seed).me.email
+        for step in task.plan:
+            entry = hub.registry.tools[step.tool]
+            if entry.kind != "write" or entry.meta is None:
+                continue
+            addressed = {k: v for k, v in step.arguments.items() if me in json.dumps(v)}
+            if entry.meta.op == "send":
+                assert not addressed, (task.id, step.tool, addressed)
+            guests = {k: v for k, v in addressed.items() if "guest" in k or "attendee" in k or "invitee" in k}
+            assert not guests, (task.id, step.tool, guests)
+
+
+def test_a_rule_s_alternative_can_be_done_in_the_task_s_world(hub: Hub, pattern_tasks: Generation) -> None:
+    """Whether or not a house rule held, the application its alternative needs is mounted: an
+    absent one would give the branch away (or make the rule impossible to follow)."""
+    by_pattern = {p.id: p for p in load_patterns()}
+    checked = 0
+    for task in pattern_tasks.tasks:
+        for rule in [r for pid in task.meta.get("patterns") or [task.meta["pattern"]] for r in by_pattern[pid].rules]:
+            alternative = rule.instead
+            if alternative is None or rule.id not in {r.get("id") for r in task.meta.get("rules", [])}:
+                continue
+            offered = {
+                e.service
+                for e in hub.registry.tools.values()
+                if e.kind == "write" and e.meta and e.meta.op in alternative.op and e.meta.entity in alternative.entity
+            }
+            assert offered & set(task.mounted), (task.id, rule.id, sorted(offered))
+            checked += 1
+    assert checked >= 5
+
+
+def test_a_meeting_of_a_length_is_booked_for_that_length(hub: Hub, workflows: Workflows) -> None:
+    """ "Book a 60-minute session" fills the tool's duration with 60 (or its end 60 minutes after the
+    start), and never picks a tool that cannot hold a length (a ticketed public event)."""
+    checked = 0
+    for flow in _flows(workflows, 30):
+        try:
+            for done in [d for stage in flow.stages for d in stage.done]:
+                if done.reaction.minutes is None:
+                    continue
+                step = flow.steps[done.steps[-1]]
+                kinds = param_types(step.entry)
+                durations = [step.given[n] for n, k in kinds.items() if k == "duration_minutes" and n in step.given]
+                assert durations or any(workflows.param_role(step.entry, n) == "end" for n in step.given), (
+                    flow.pattern.id,
+                    step.entry.qualified,
+                    step.given,
+                )
+                assert all(d == done.reaction.minutes for d in durations), (step.entry.qualified, durations)
+                checked += 1
+        finally:
+            flow.close()
+    assert checked >= 5
+
+
 def test_pattern_instructions_are_requests_not_recipes(pattern_tasks: Generation, hub: Hub) -> None:
     for task in pattern_tasks.tasks:
-        text = task.instruction.replace(f"`{next(iter(task.expected_report), '')}`", "")
+        text = _unquoted(task.instruction.replace(f"`{next(iter(task.expected_report), '')}`", ""))
         for pattern in DICTATION:
             assert not pattern.search(text), (task.id, pattern.pattern, task.instruction)
         for name in task.mounted:
@@ -265,8 +333,12 @@ def test_a_hop_carries_a_value_found_in_a_third_application(hub: Hub, workflows:
         for r in data["reactions"]
     ]  # fmt: skip
     pattern = Pattern.model_validate(data)
-    for index in range(8):
-        flow = instantiate(workflows, pattern, random.Random(index), rule=False, chain=False)
+    hops = 0
+    for index in range(16):
+        try:
+            flow = instantiate(workflows, pattern, random.Random(index), rule=False, chain=False)
+        except WalkError:
+            continue  # a trigger (a ticket in a service few reactions reach) with too little to do
         try:
             sends = [s for s in flow.steps if s.entry.qualified == "email__send_message"]
             if not sends:
@@ -277,8 +349,10 @@ def test_a_hop_carries_a_value_found_in_a_third_application(hub: Hub, workflows:
             account = next(r for r in lookup.envelope["data"]["items"] if r.get(carried.field) == carried.value)
             assert flow.trigger.record["company"] in account.values()
             assert lookup.entry.service in flow.services  # mounted, so the agent can make the same lookup
+            hops += 1
         finally:
             flow.close()
+    assert hops >= 1
 
 
 def test_a_batch_handles_each_record_alike_and_scores_each(hub: Hub, workflows: Workflows) -> None:
