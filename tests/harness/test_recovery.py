@@ -16,7 +16,7 @@ from tests.conftest import full_hub
 @pytest.fixture(scope="module")
 def setup() -> tuple[Hub, list[Task]]:
     hub = full_hub()
-    return hub, generate(6, seed=1, hub=hub, source="patterns").tasks
+    return hub, generate(6, seed=3, hub=hub, source="patterns").tasks
 
 
 def _recovered(hub: Hub, tasks: list[Task], surface: Surface) -> list[Trajectory]:

@@ -24,7 +24,7 @@ from taskgen.task import Task
 
 @pytest.fixture(scope="module")
 def tasks(hub: Hub) -> list[Task]:
-    return generate(40, seed=23, hub=hub).tasks
+    return generate(40, seed=23, hub=hub, source="patterns").tasks
 
 
 def _without_collateral(task: Task) -> Task:

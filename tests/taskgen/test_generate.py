@@ -39,9 +39,12 @@ def test_oracle_scores_one_and_doing_nothing_scores_zero(hub: Hub, batch: Genera
 def test_instructions_do_not_leak_carried_values(batch: Generation) -> None:
     for task in batch.tasks:
         assert leaks(task) == []
+        given = [str(g).casefold() for g in task.meta["given_values"]]
         for value in task.meta["carried_values"]:
-            if len(value) >= 3 and value not in task.meta["given_values"]:
-                assert value.casefold() not in task.instruction.casefold()
+            # a value inside a name the instruction must state is not leaked by it ("the quote
+            # 'Aguilar-Lynch umbrella cover'" names its insured, as the record itself does)
+            if len(value) >= 3 and not any(value.casefold() in g for g in given):
+                assert value.casefold() not in task.instruction.casefold(), (task.id, value)
 
 
 def test_same_seed_gives_a_byte_identical_file(hub: Hub, tmp_path: Path) -> None:
