@@ -338,6 +338,10 @@ class Workflows:
                 roles |= set(self.field_roles.get(self.id_entity[kind], {}).values())  # found by a lookup
         if not set(reaction.links) <= roles:
             return False
+        if reaction.within and not any(
+            kind in self.id_entity and self.id_entity[kind][1] in reaction.within for kind in kinds.values()
+        ):
+            return False  # "a task in the project 'X'": a tool that files tasks under no project is another thing
         if reaction.minutes is not None and not ("end" in roles or "duration_minutes" in kinds.values()):
             return False  # a "15-minute huddle" is not a ticketed public event with no end
         made = {flow.trigger.service} | {d.service for d in flow.done}
