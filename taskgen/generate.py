@@ -119,27 +119,24 @@ def attempt(
     return [f"gate:{gate}" for gate in check_gates(hub, task, walker)] or task
 
 
-def distractor_pool(hub: Hub, flow: Flow) -> list[str]:
+def distractor_pool(workflows: Workflows, flow: Flow) -> list[str]:
     """The services a pattern task may mount beside its own: every other one except the *rivals*
     of its writes, services with a write of the same op on the same entity kind ("create a task":
     a second tracker). The request names what to do, not the application (a person would say "add a
     task for it", knowing their team has one tracker), so a mounted rival would make it ambiguous:
     an agent that files the task in the other tracker did what was asked and is scored 0."""
-    done = {(e.meta.op, e.meta.entity) for e in (s.entry for s in flow.steps) if e.kind == "write" and e.meta}
-    rivals = {
-        entry.service
-        for entry in hub.registry.tools.values()
-        if entry.kind == "write" and entry.meta is not None and (entry.meta.op, entry.meta.entity) in done
-    }
-    return sorted(set(hub.registry.services) - set(flow.services) - rivals)
+    done = {(e.meta.op, e.meta.entity or "") for e in (s.entry for s in flow.steps) if e.kind == "write" and e.meta}
+    rivals = {entry.service for key in done for entry in workflows.writes.get(key, [])}
+    return sorted(set(workflows.hub.registry.services) - set(flow.services) - rivals)
 
 
-def rule_services(hub: Hub, flow: Flow) -> list[str]:
+def rule_services(workflows: Workflows, flow: Flow) -> list[str]:
     """Services a task's house rules need mounted besides its own: where a rule held, the service of
     the step it forbade (the request still asks for it); where it did not, one that can do the rule's
     alternative. A missing one would give the branch away, or make the rule impossible to follow had
     the agent read the threshold otherwise. A hand-written service is preferred (the core
     applications: calendar, tracker, helpdesk …), then the first by name."""
+    services = workflows.hub.registry.services
     out: list[str] = []
     for stage in flow.stages:
         branch = stage.branch
@@ -153,25 +150,24 @@ def rule_services(hub: Hub, flow: Flow) -> list[str]:
         offering = sorted(
             {
                 e.service
-                for e in hub.registry.tools.values()
-                if e.kind == "write"
-                and e.meta is not None
-                and e.meta.op in alternative.op
-                and e.meta.entity in alternative.entity
-                and (not alternative.categories or hub.registry.services[e.service].category in alternative.categories)
+                for op in alternative.op
+                for entity in alternative.entity
+                for e in workflows.writes.get((op, entity), [])
+                if not alternative.categories or services[e.service].category in alternative.categories
             },
-            key=lambda name: (hub.registry.services[name].source != "hand-written", name),
+            key=lambda name: (services[name].source != "hand-written", name),
         )
         if offering and not set(offering) & {*flow.services, *out}:
             out.append(offering[0])
     return out
 
 
-def pattern_distractors(hub: Hub, flow: Flow, rng: random.Random) -> list[str]:
+def pattern_distractors(workflows: Workflows, flow: Flow, rng: random.Random) -> list[str]:
     """The services mounted beside a pattern task's own: what its rules need, then random ones from
-    :func:`distractor_pool` up to :data:`DISTRACTORS` in all."""
-    needed = rule_services(hub, flow)
-    pool = [name for name in distractor_pool(hub, flow) if name not in needed]
+    :func:`distractor_pool` up to :data:`DISTRACTORS` in all (both read the pattern engine's index
+    of writes, built once per hub, not the hub's every tool per attempt)."""
+    needed = rule_services(workflows, flow)
+    pool = [name for name in distractor_pool(workflows, flow) if name not in needed]
     return sorted([*needed, *rng.sample(pool, max(0, min(len(pool), DISTRACTORS - len(needed))))])
 
 
@@ -206,7 +202,7 @@ def attempt_pattern(
     try:
         if len(flow.services) < min_services:
             return ["too_few_services"]
-        task = compose_flow(flow, f"p{seed}-{index:05d}", seed, rng, pattern_distractors(hub, flow, rng))
+        task = compose_flow(flow, f"p{seed}-{index:05d}", seed, rng, pattern_distractors(workflows, flow, rng))
     finally:
         flow.close()
     if kept is not None and signature(task) in kept:

@@ -46,7 +46,7 @@ def check_patterns(attempts: int = 20, seed: int = 0, only: list[str] | None = N
                 rejections[reason] += 1
                 continue
             try:
-                task = compose_flow(flow, f"{pattern.id}-{index}", seed, rng, pattern_distractors(hub, flow, rng))
+                task = compose_flow(flow, f"{pattern.id}-{index}", seed, rng, pattern_distractors(workflows, flow, rng))
             finally:
                 flow.close()
             failed = check_gates(hub, task, walker)
