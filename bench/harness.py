@@ -61,7 +61,7 @@ def main() -> None:
     if importlib.util.find_spec("inspect_ai") is not None:
         results.update(inspect_overhead(hub, tasks[:20], oracle))
     if args.adapters:
-        results.update(adapter_overheads())
+        results.update(adapter_overheads(hub))
     if args.json:
         print(json.dumps(results, indent=2))
         return
@@ -127,7 +127,7 @@ def _bench_json(python: Path, *command: str) -> dict[str, Any]:
     return dict(json.loads(done.stdout[done.stdout.index("{") :]))
 
 
-def adapter_overheads() -> dict[str, Any]:
+def adapter_overheads(hub: Any) -> dict[str, Any]:
     """``<adapter>_added_ms_per_call`` for FastMCP, OpenEnv, verl and verifiers, from their own benchmarks
     (``"skipped: …"`` where the adapter's environment is missing)."""
     here, out = Path(sys.executable), {}
@@ -145,7 +145,7 @@ def adapter_overheads() -> dict[str, Any]:
     )
     verifiers = ROOT / ".venvs/verifiers/bin/python"
     if verifiers.exists():
-        found = verifiers_calls(verifiers)
+        found = verifiers_calls(verifiers, hub)
         out["verifiers_server_call_added_ms_per_call"] = found["server_call_added_ms"]
         out["verifiers_mcp_added_ms_per_call"] = found["verifiers_mcp_added_ms"]
     else:
@@ -154,20 +154,16 @@ def adapter_overheads() -> dict[str, Any]:
     return out
 
 
-def verifiers_calls(python: Path) -> dict[str, Any]:
+def verifiers_calls(python: Path, hub: Any) -> dict[str, Any]:
     """``integrations/verifiers/examples/bench_calls.py`` against a ``compoworld serve verifiers`` of its own."""
-    import socket
-
     from taskgen.generate import generate
     from taskgen.task import write_jsonl
+    from tests.conftest import free_port, wait_for_port
 
     folder = Path(tempfile.mkdtemp(prefix="bench-verifiers-"))
-    task = generate(1, seed=0).tasks[0]
+    task = generate(1, seed=0, hub=hub).tasks[0]
     write_jsonl([task], folder / "tasks.jsonl")
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = int(sock.getsockname()[1])
-    store, token = folder / "runs.db", "bench"
+    port, store, token = free_port(), folder / "runs.db", "bench"
     serve = [
         str(Path(sys.executable).parent / "compoworld"),
         "serve",
@@ -176,18 +172,10 @@ def verifiers_calls(python: Path) -> dict[str, Any]:
         str(folder / "tasks.jsonl"),
     ]
     server = subprocess.Popen(
-        [*serve, "--store", str(store), "--port", str(port), "--token", token],
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        [*serve, "--store", str(store), "--port", str(port), "--token", token], cwd=ROOT, stdout=subprocess.DEVNULL
     )
     try:
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline:
-            with socket.socket() as sock:
-                if sock.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            time.sleep(0.2)
+        wait_for_port(port, server, timeout=90)
         url = f"http://127.0.0.1:{port}"
         command = ["integrations/verifiers/examples/bench_calls.py", "--server", url, "--token", token]
         return _bench_json(python, *command, "--store", str(store), "--task", task.id, "--calls", "200")
