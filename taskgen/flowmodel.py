@@ -109,6 +109,7 @@ class Stage:
     done: list[Done] = field(default_factory=list)
     branch: Branch | None = None
     skipped: Done | None = None  # the reaction its rule held against, as it would have been done
+    skipped_after: list[Done] = field(default_factory=list)  # those acting on its record, likewise
     chained: bool = False  # the trigger is a record an earlier stage made
     model: Stage | None = None  # a second record handled like the first: the stage it repeats
 

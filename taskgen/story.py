@@ -297,8 +297,8 @@ def _ask(done: Done, stage: Stage, flow: Flow, rng: random.Random) -> str:
 
 
 def _asks(stage: Stage, flow: Flow, rng: random.Random) -> list[str]:
-    """The stage's asks in pattern order; a reaction its rule held against is asked for too (the
-    rule, stated after, says it must not be done)."""
+    """The stage's asks in pattern order; a reaction its rule held against is asked for too, and so
+    are those acting on its record (the rule, stated after, says it must not be done)."""
     asks = []
     branch = stage.branch
     for reaction in stage.pattern.reactions:
@@ -306,7 +306,7 @@ def _asks(stage: Stage, flow: Flow, rng: random.Random) -> list[str]:
             if stage.skipped is not None:
                 asks.append(_ask(stage.skipped, stage, flow, rng))
             continue
-        done = next((d for d in stage.done if d.reaction is reaction), None)
+        done = next((d for d in [*stage.done, *stage.skipped_after] if d.reaction is reaction), None)
         if done is not None:
             asks.append(_ask(done, stage, flow, rng))
     return asks

@@ -325,7 +325,8 @@ class Workflows:
         model = flow.stage.model
         if model is None:
             return None
-        return next((d for d in [*model.done, model.skipped] if d is not None and d.reaction.id == reaction.id), None)
+        held = [model.skipped, *model.skipped_after]
+        return next((d for d in [*model.done, *held] if d is not None and d.reaction.id == reaction.id), None)
 
     def _feasible(self, flow: Flow, reaction: Reaction, entry: ToolEntry) -> bool:
         """Whether ``entry`` could take every link and find every record it needs, judged from its

@@ -427,3 +427,21 @@ def test_a_batch_handles_each_record_alike_and_scores_each(hub: Hub, workflows: 
 
 def _steps_of(stage: Any) -> set[int]:
     return {i for d in stage.done for i in d.steps}
+
+
+def test_a_rule_that_held_still_asks_for_what_acts_on_the_skipped_record(hub: Hub, workflows: Workflows) -> None:
+    """lease_move_out's rule skips the turnover task, and a comment on that task follows it: the
+    request asks for both either way, or leaving the comment out would give the branch away."""
+    pattern = next(p for p in load_patterns() if p.id == "lease_move_out")
+    for index in range(20):
+        flow = _try(workflows, pattern, index, rule=True)
+        if flow is None:
+            continue
+        stage = flow.stages[0]
+        assert stage.skipped is not None and stage.skipped.reaction.id == "turnover"
+        assert [d.reaction.id for d in stage.skipped_after] == ["turnover_note"]
+        assert "turnover_note" not in {d.reaction.id for d in stage.done}  # asked, not done
+        task = _task(flow, hub, "held-follower")
+        assert re.search(r"\bcomment\b", task.instruction, re.I), task.instruction
+        return
+    pytest.fail("no trigger of lease_move_out took its rule")
