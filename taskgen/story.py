@@ -235,6 +235,10 @@ def _assigned_fields(flow: Flow, done: Done, given: set[str]) -> list[tuple[str,
     entry = flow.steps[record.step].entry if record is not None else None
     if record is None or entry is None or entry.meta is None or entry.meta.op not in ("create", "send"):
         return []  # a value of a record the task made, not of one it changed
+    if flow.world.hub.registry.services[record.service].source == "simulated":
+        # the world model draws what it assigns from every argument, the unchecked ones included:
+        # an agent that chose another (free) note would be told another number and fail the report
+        return []
     seeded = walker_for(flow.world.hub, flow.world.seed or 0).seeded_sets(record.service)
     props = record.schema.get("properties", {})
     out = []
