@@ -51,8 +51,9 @@ def _orders(schema: Any, path: str = "") -> list[tuple[str, list[str]]]:
     return found
 
 
-def test_the_same_services_are_served() -> None:
-    assert sorted(SERVICES) == sorted(BEFORE["services"])
+def test_every_service_served_before_is_still_served() -> None:
+    # services added since the unification are checked by the catalog's own tests
+    assert set(BEFORE["services"]) <= set(SERVICES)
 
 
 @pytest.mark.parametrize("name", sorted(BEFORE["services"]))
@@ -89,7 +90,7 @@ def test_every_tool_serves_the_same_interface(name: str) -> None:
 
 def test_a_scripted_sequence_of_calls_ends_in_the_same_state() -> None:
     script = BEFORE["script"]
-    states = {name: service.seed_state(0) for name, service in SERVICES.items()}
+    states = {name: SERVICES[name].seed_state(0) for name in BEFORE["services"]}
     envelopes = [SERVICES[svc].call(states[svc], tool, args) for svc, tool, args in script["calls"]]
     snapshots = {name: SERVICES[name].snapshot(state) for name, state in states.items()}
     assert sum(e["success"] for e in envelopes) == script["succeeded"]
