@@ -130,6 +130,7 @@ class Flow:
     given: list[Any] = field(default_factory=list)  # values the instruction states
     mounted_extra: list[str] = field(default_factory=list)  # services of skipped reactions
     unmounted: set[str] = field(default_factory=set)  # services that would answer a hop otherwise
+    refused: set[str] = field(default_factory=set)  # containers a try of the current write was refused in
     today: str = ""  # the world's date, as the instruction says it
     clock: str = "2026-01-01T00:00:00+00:00"  # the world's now (ISO 8601)
     retired: list[World] = field(default_factory=list)  # worlds a later stage forked from

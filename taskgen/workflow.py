@@ -385,6 +385,8 @@ class Workflows:
             if "named" in slots:  # the container it was filed under is named no more
                 flow.references = [r for r in flow.references if r.get("value") != slots["named"]]
                 flow.given = [v for v in flow.given if v != slots["named"]]
+                flow.refused.add(slots["named"])  # the next try files it elsewhere (a channel one is in)
+        flow.refused.clear()
         if step is None or not self._reached(step, reaction):
             self._undo(flow, mark, saved)
             return None
@@ -735,6 +737,7 @@ class Workflows:
             pinned = twin.slots.get("named") if twin is not None else None
             if pinned is not None:
                 named = [r for r in named if r.anchor == pinned]  # filed under the same container
+            named = [r for r in named if str(r.anchor) not in flow.refused] if pinned is None else named
             fitting = [r for r in named if any(w.casefold() in str(r.anchor).casefold() for w in reaction.prefer)]
             named = fitting or named
             if len(records) == 1 or named:

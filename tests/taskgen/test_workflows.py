@@ -445,3 +445,22 @@ def test_a_rule_that_held_still_asks_for_what_acts_on_the_skipped_record(hub: Hu
         assert re.search(r"\bcomment\b", task.instruction, re.I), task.instruction
         return
     pytest.fail("no trigger of lease_move_out took its rule")
+
+
+def test_a_post_refused_in_the_preferred_channel_goes_to_one_the_user_is_in(hub: Hub, workflows: Workflows) -> None:
+    """The user is no member of #sales on seed 0: a post preferring it is filed in another channel
+    on the next try, not dropped (before, every try drew #sales again and the pattern found no service)."""
+    data = next(p for p in load_patterns() if p.id == "lease_move_out").model_dump(exclude={"rules"})
+    data["reactions"] = [{**r, "prefer": ["sales"]} if r["id"] == "ops_post" else r for r in data["reactions"]]
+    pattern = Pattern.model_validate(data)
+    for index in range(10):
+        flow = _try(workflows, pattern, index, rule=False)
+        if flow is None:
+            continue
+        try:
+            post = next((d for d in flow.done if d.reaction.id == "ops_post"), None)
+            assert post is not None and "sales" not in post.slots["named"]
+        finally:
+            flow.close()
+        return
+    pytest.fail("lease_move_out found no trigger")
