@@ -143,11 +143,11 @@ def patterns_cmd(
         print(json.dumps(report, indent=2, sort_keys=True))
         return
     table = Table(title=f"patterns (seed {seed}, {attempts} attempts each)")
-    for column in ("pattern", "kept", "services seen", "rejections"):
+    for column in ("pattern", "kept", "services seen", "rejections", "dropped"):
         table.add_column(column)
     for row in report["patterns"]:
         table.add_row(row["id"], f"{row['kept']}/{row['attempts']}", ", ".join(row["services"]),
-                      json.dumps(row["rejections"]))  # fmt: skip
+                      json.dumps(row["rejections"]), json.dumps(row["dropped"]))  # fmt: skip
     console.print(table)
     for row in report["patterns"]:
         for text in row["examples"][:show]:

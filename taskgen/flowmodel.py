@@ -17,7 +17,7 @@ from hub.registry import ToolEntry
 from hub.world import World
 from servers.roles import ROLE_KEY
 from taskgen.graph import field_types
-from taskgen.pattern import Pattern, Reaction, Rule
+from taskgen.pattern import MEASURES, Pattern, Reaction, Rule
 from taskgen.walk import Carried, StepInfo, resolve_schema
 
 
@@ -34,12 +34,17 @@ class Located:
     anchor: str | None = None
 
     def fields(self, role: str, kind: str | None = None) -> list[tuple[str, Any, str]]:
-        """(field, value, semantic type) of the fields declaring ``role`` (of type ``kind``)."""
+        """(field, value, semantic type) of the fields declaring ``role`` (of type ``kind``).
+
+        A *measure* (:data:`MEASURES`: a quantity, a duration, a percentage, a rating) has no role:
+        ``role`` names its semantic type, and only a record with exactly one such field has it
+        ("orders of more than 40 units" must say which number it means)."""
         out = []
         index = _field_index(self.schema.get("properties", {}))
+        measure = role in MEASURES
         for name, value in self.record.items():
             declared, types = index.get(name, (None, frozenset()))
-            if declared != role or value in (None, "", []):
+            if (types != {role} if measure else declared != role) or value in (None, "", []):
                 continue
             if len(types) != 1 or (kind is not None and kind not in types):
                 continue
@@ -48,6 +53,8 @@ class Located:
             if isinstance(value, bool) or not isinstance(value, str | int | float):
                 continue
             out.append((name, value, next(iter(types))))
+        if measure and sum(1 for _, (_, types) in index.items() if types == {role}) != 1:
+            return []
         return out
 
 
@@ -90,6 +97,7 @@ class Branch:
     held: bool
     text: str = ""
     unit: str = ""  # the currency the compared amount is in, when its record says
+    kind: str = "amount"  # "amount", "date" (value and threshold are day numbers) or a measure's type
 
 
 @dataclass

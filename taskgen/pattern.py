@@ -51,7 +51,11 @@ reaction's service, on the record it made (add a line to the invoice just opened
 reactions are dropped when no service offers them. **Rules** compare a source value with a
 threshold drawn near the seeded values (so it goes either way): when it holds, the reaction
 ``skip`` names is not done and ``instead`` (if any) is done in its place; the rubric checks the
-branch taken. ``{threshold}`` in the text is the threshold, written as a person would.
+branch taken. The source is an amount (a money role: ``trigger.amount_due``), a date (a date role,
+compared by day: ``trigger.end``, "leases ending after Friday 13 March 2026") or a measure, named
+by its semantic type (``trigger.quantity``, ``duration_minutes``, ``percentage``, ``rating``: only
+a record with exactly one such field has it). ``{threshold}`` in the text is the threshold, written
+as a person would (an amount with its currency, a day, a round number: the text gives the unit).
 """
 
 from __future__ import annotations
@@ -71,6 +75,11 @@ PATTERNS_DIR = Path(__file__).parent / "workflows"
 ID = r"^[a-z][a-z0-9_]{1,60}$"
 SOURCE = r"^[a-z][a-z0-9_]*\.[a-z_]+(>[a-z_]+)?(:[a-z_]+)?$"
 KNOWN_ROLES = frozenset(r for roles in ROLES.values() for r in roles)
+MEASURES = frozenset({"quantity", "duration_minutes", "duration_hours", "duration_days", "percentage", "rating"})
+"""Semantic types of numbers a rule may compare that carry no role: a rule's source names the type
+(``trigger.quantity``), and only a record with exactly one field of that type has it."""
+RULE_ROLES = (frozenset(ROLES["money_amount"]) | frozenset(ROLES["date"])) - {"system", "birth"}
+"""Roles a rule's source may name: an amount, or a date (due, start, end, event) compared by day."""
 SLOTS = frozenset({"anchor", "entity", "when", "minutes", "container", "threshold", "persona"})
 
 
@@ -149,6 +158,12 @@ class Rule(Strict):
 
     @model_validator(mode="after")
     def _slots_known(self) -> Rule:
+        role = self.source.split(".", 1)[1].split(":")[0]
+        if role not in RULE_ROLES | MEASURES:
+            raise ValueError(
+                f"rule {self.id!r}: source {self.source!r} must name an amount's or a date's role"
+                f" ({', '.join(sorted(RULE_ROLES))}) or a measure ({', '.join(sorted(MEASURES))})"
+            )
         bad = _slots(self.text) - {"threshold", "when", "minutes", "container"}
         if bad:
             raise ValueError(f"rule {self.id!r}: unknown slots {sorted(bad)} in text")

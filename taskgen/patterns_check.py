@@ -3,7 +3,10 @@
 Each pattern is instantiated ``attempts`` times (its own random streams) and gated like any
 generated task; the report gives, per pattern, how many attempts became verified tasks, the
 services they used, the rejection reasons, and the instructions written. A pattern author runs it
-after every edit: a pattern that never lands names the reaction no service could carry out.
+after every edit: a pattern that never lands names the reaction no service could carry out, and
+``dropped`` counts, per reaction, the kept tasks that went without it (a reaction whose hop found no
+one, or an optional one no service offered: the request silently asks for less than the pattern
+says; a reaction a house rule skipped is not dropped).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ def check_patterns(attempts: int = 20, seed: int = 0, only: list[str] | None = N
         rejections: Counter[str] = Counter()
         services: Counter[str] = Counter()
         examples: list[str] = []
+        dropped: Counter[str] = Counter()
         kept = 0
         for index in range(attempts):
             rng = random.Random(f"patterns-check:{pattern.id}:{seed}:{index}")
@@ -45,6 +49,12 @@ def check_patterns(attempts: int = 20, seed: int = 0, only: list[str] | None = N
             if flow is None:
                 rejections[reason] += 1
                 continue
+            stage = flow.stages[0]
+            branch = stage.branch
+            present = {d.reaction.id for d in stage.done}
+            if branch is not None and branch.held:  # the rule skipped it, and what acts on its record
+                present |= {branch.rule.skip} | {r.id for r in pattern.reactions if r.follows == branch.rule.skip}
+            missing = [r.id for r in pattern.reactions if r.id not in present]
             try:
                 task = compose_flow(flow, f"{pattern.id}-{index}", seed, rng, pattern_distractors(workflows, flow, rng))
             finally:
@@ -54,9 +64,10 @@ def check_patterns(attempts: int = 20, seed: int = 0, only: list[str] | None = N
                 rejections.update(f"gate:{g}" for g in failed)
                 continue
             kept += 1
+            dropped.update(missing)
             services.update(task.services)
             examples.append(task.instruction)
         rows.append({"id": pattern.id, "category": pattern.category, "attempts": attempts, "kept": kept,
                      "services": [s for s, _ in services.most_common()], "rejections": dict(rejections),
-                     "examples": examples})  # fmt: skip
+                     "dropped": dict(dropped), "examples": examples})  # fmt: skip
     return {"seed": seed, "patterns": rows}

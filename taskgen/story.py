@@ -18,8 +18,9 @@ from typing import Any
 from hub.rubric import RUBRIC_VERSION, RecordCriterion, ReportCriterion, Rubric
 from servers.roles import ROLE_KEY, SYSTEM
 from taskgen.compose import collateral_criterion, effect_criteria, report_key, system_fields
-from taskgen.flowmodel import Branch, Done, Flow, Stage, spoken_amount
+from taskgen.flowmodel import Branch, Done, Flow, Stage
 from taskgen.graph import field_types
+from taskgen.rules import recorded, stated
 from taskgen.task import PlanStep, Task, Transfer, leaves
 from taskgen.walk import humanize, walker_for
 
@@ -177,7 +178,7 @@ def _assigned(kind: str) -> bool:
 
 
 def _rule_meta(branch: Branch) -> dict[str, Any]:
-    return {"id": branch.rule.id, "held": branch.held, "threshold": branch.threshold}
+    return {"id": branch.rule.id, "held": branch.held, "threshold": recorded(branch)}
 
 
 Report = tuple[str, Any, str, str, str]
@@ -349,7 +350,7 @@ def tell(flow: Flow, reports: list[Report], rng: random.Random) -> str:
     for stage in told:
         branch = stage.branch
         if branch is not None:
-            amount = spoken_amount(branch.threshold) + (f" {branch.unit}" if branch.unit else "")
+            amount = stated(branch)
             # the alternative as one of the records had it done (the rule is stated once for both)
             alike = [stage, *(r for r in repeats if r.model is stage)]
             instead = next((d for s in alike for d in s.done if d.reaction is branch.rule.instead), None)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import datetime as dt
 import random
+import re
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -28,6 +29,7 @@ from servers.framework import Service
 from servers.state import snapshot
 
 UNKNOWN = "zz_unknown_0000"
+DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 EXAMPLES: dict[str, list[Any]] = {
     "email_address": ["new.person@example.com"],
     "person_name": ["Robin Example"],
@@ -104,12 +106,14 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def _order(a: Any, b: Any) -> tuple[Any, Any]:
-    """Comparable forms of two operands (ISO date strings as datetimes)."""
+    """Comparable forms of two operands (ISO date strings as datetimes; a day and a moment as two
+    days, as the engine compares them)."""
     if isinstance(a, str) and isinstance(b, str):
         try:
-            return dt.datetime.fromisoformat(a), dt.datetime.fromisoformat(b)
+            x, y = dt.datetime.fromisoformat(a), dt.datetime.fromisoformat(b)
         except ValueError:
             return a, b
+        return (x.date(), y.date()) if DAY.match(a) or DAY.match(b) else (x, y)
     return a, b
 
 

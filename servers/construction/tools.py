@@ -129,6 +129,19 @@ class ToolWriter:
             maybe.append(f"{var}.{follow}")
         return f"{var}.{follow}", maybe
 
+    def _is_date(self, text: str) -> bool:
+        """Whether a guard operand holds a date (not a moment)."""
+        head, _, follow = text.partition("->")
+        if head.startswith("record."):
+            spec_field = self.entity.fields.get(head.removeprefix("record."))
+            type_name = spec_field.type if spec_field else ""
+        else:
+            type_name = self._param(head).type_name
+        if follow:
+            target = self.spec.entities[type_name[4:]].fields.get(follow)
+            type_name = target.type if target else ""
+        return bool(type_name) and self.spec.python_type(type_name) == "date"
+
     def condition(self, cond: Condition, in_require: bool) -> tuple[str, str]:
         """The condition as Python, and its negation."""
         left, left_null = self.operand(cond.left)
@@ -142,6 +155,11 @@ class ToolWriter:
             right, right_null = self.operand(cond.right)
         else:
             right, right_null = (repr(tuple(cond.value)) if cond.op in ("in", "not_in") else repr(cond.value)), []
+        # a date compared with `now` is compared with today's date (as the engine does)
+        if cond.left == "now" and cond.right is not None and self._is_date(cond.right):
+            left = "state.clock.date()"
+        if cond.right == "now" and self._is_date(cond.left):
+            right = "state.clock.date()"
         op = {"in": "in", "not_in": "not in"}.get(cond.op, cond.op)
         if isinstance(cond.value, bool) and cond.right is None and op in ("==", "!="):
             op = "is" if op == "==" else "is not"

@@ -9,6 +9,7 @@ guard's ``when`` nor fails its ``require``: it is *unknown*.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -61,7 +62,17 @@ def holds(cond: Condition, scope: Scope) -> bool | None:
         return None
     if cond.op in ("in", "not_in") and cond.right is None:
         right = tuple(right)
-    return _COMPARE[cond.op](left, right)
+    return _COMPARE[cond.op](*days(left, right))
+
+
+def days(left: Any, right: Any) -> tuple[Any, Any]:
+    """A date compared with a moment (a due date with ``now``) is compared with the moment's day:
+    "not in the past" lets today through, and Python refuses to order a date and a datetime."""
+    if isinstance(left, dt.datetime) and type(right) is dt.date:
+        return left.date(), right
+    if isinstance(right, dt.datetime) and type(left) is dt.date:
+        return left, right.date()
+    return left, right
 
 
 def broken(guards: list[Guard], scope: Scope) -> Guard | None:

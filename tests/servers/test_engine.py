@@ -12,6 +12,7 @@ import pytest
 
 from servers.construction.lint import rule_problems, seed_problems
 from servers.construction.loader import load_service
+from servers.construction.scenarios import holds
 from servers.construction.spec import CATALOG_DIR, ServiceSpec, load_spec
 from servers.construction.template import compile_spec
 from servers.engine import SpecService, build_service, load
@@ -357,3 +358,27 @@ def test_an_edited_spec_is_listed_with_its_new_tools(tmp_path: Path) -> None:
     copy_of.write_text(json.dumps(data, indent=1))
     tools = load("fleet", tmp_path).tools
     assert "list_all_vehicles" in tools and "list_vehicles" not in tools
+
+
+def test_a_guard_comparing_a_date_with_now_compares_days_and_the_interpreter_agrees() -> None:
+    spec = copy.deepcopy(SPEC)
+    spec["entities"]["run"]["fields"]["due"] = {"type": "date", "role": "due", "optional": True}
+    spec["tools"].append(
+        {"name": "book_run", "op": "create", "entity": "run", "description": "Book a run on a day.",
+         "fields": ["van_id", "city", "due"],
+         "guards": [{"id": "not_in_past", "require": [{"left": "due", "op": ">=", "right": "now"}],
+                     "code": 400, "message": "due must not be in the past"}]}
+    )  # fmt: skip
+    spec["rules"].append({"text": "A run is not booked in the past.", "by": ["not_in_past"]})
+    parsed = ServiceSpec.model_validate(spec)
+    ejected = load_service(compile_spec(parsed, formatted=False), "depot", "script")
+    for service in (build_service(parsed), ejected):
+        state = service.empty_state()
+        service.call(state, "add_van", {"plate": "Blue van"})
+        today = service.call(state, "book_run", {"van_id": "van_0001", "city": "Oslo", "due": "2026-03-02"})
+        past = service.call(state, "book_run", {"van_id": "van_0001", "city": "Oslo", "due": "2026-03-01"})
+        assert today["success"]  # the clock is 09:00 on 2 March: that day is not in the past
+        assert past["error"] == {"code": 400, "message": "due must not be in the past"}
+    # the scenario interpreter predicts the same from the JSON state (ISO strings)
+    assert holds(">=", "2026-03-02", "2026-03-02T09:05:00Z") is True
+    assert holds(">=", "2026-03-01", "2026-03-02T09:05:00Z") is False
