@@ -109,6 +109,7 @@ class Stage:
     done: list[Done] = field(default_factory=list)
     branch: Branch | None = None
     skipped: Done | None = None  # the reaction its rule held against, as it would have been done
+    skipped_after: list[Done] = field(default_factory=list)  # those acting on its record, likewise
     chained: bool = False  # the trigger is a record an earlier stage made
     model: Stage | None = None  # a second record handled like the first: the stage it repeats
 
@@ -128,6 +129,7 @@ class Flow:
     trap: dict[str, Any] | None = None  # the near-duplicate the trigger is told apart from
     given: list[Any] = field(default_factory=list)  # values the instruction states
     mounted_extra: list[str] = field(default_factory=list)  # services of skipped reactions
+    unmounted: set[str] = field(default_factory=set)  # services that would answer a hop otherwise
     today: str = ""  # the world's date, as the instruction says it
     clock: str = "2026-01-01T00:00:00+00:00"  # the world's now (ISO 8601)
     retired: list[World] = field(default_factory=list)  # worlds a later stage forked from

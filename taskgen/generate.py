@@ -124,10 +124,12 @@ def distractor_pool(workflows: Workflows, flow: Flow) -> list[str]:
     of its writes, services with a write of the same op on the same entity kind ("create a task":
     a second tracker). The request names what to do, not the application (a person would say "add a
     task for it", knowing their team has one tracker), so a mounted rival would make it ambiguous:
-    an agent that files the task in the other tracker did what was asked and is scored 0."""
+    an agent that files the task in the other tracker did what was asked and is scored 0. Nor the
+    services a hop was resolved without (``Flow.unmounted``: another application naming another
+    account owner)."""
     done = {(e.meta.op, e.meta.entity or "") for e in (s.entry for s in flow.steps) if e.kind == "write" and e.meta}
     rivals = {entry.service for key in done for entry in workflows.writes.get(key, [])}
-    return sorted(set(workflows.hub.registry.services) - set(flow.services) - rivals)
+    return sorted(set(workflows.hub.registry.services) - set(flow.services) - rivals - flow.unmounted)
 
 
 def rule_services(workflows: Workflows, flow: Flow) -> list[str]:
@@ -157,6 +159,7 @@ def rule_services(workflows: Workflows, flow: Flow) -> list[str]:
             },
             key=lambda name: (services[name].source != "hand-written", name),
         )
+        offering = [name for name in offering if name not in flow.unmounted]
         if offering and not set(offering) & {*flow.services, *out}:
             out.append(offering[0])
     return out

@@ -92,11 +92,12 @@ def _run_stage(workflows: Workflows, flow: Flow, rng: random.Random, rule: bool 
     used: set[str] = {d.service for s in flow.stages[:-1] for d in s.done if _sends(flow, d) and not d.reaction.links}
     for reaction in pattern.reactions:
         if branch is not None and branch.held and reaction.id == branch.rule.skip:
-            skipped = _dry_run(workflows, flow, reaction, rng, used)
+            trial = _dry_run(workflows, flow, reaction, rng, used)
+            skipped = trial[0] if trial else None
             if skipped is None:
                 raise WalkError("rule_target_unavailable")
             flow.mounted_extra.append(skipped.service)
-            stage.skipped = skipped
+            stage.skipped, stage.skipped_after = skipped, trial[1:]
             if branch.rule.instead is not None:
                 done = workflows.react(flow, branch.rule.instead, rng, set())  # may use a service again
                 if done is None:
@@ -209,13 +210,26 @@ def _created(flow: Flow, done: Done) -> bool:
     return entry.meta is not None and entry.meta.op == "create"
 
 
-def _dry_run(workflows: Workflows, flow: Flow, reaction: Reaction, rng: random.Random, used: set[str]) -> Done | None:
-    """How ``reaction`` would be done (its service, its slots), found by doing it in a fork of the
-    world that is then thrown away: a rule says not to do it."""
+def _dry_run(workflows: Workflows, flow: Flow, reaction: Reaction, rng: random.Random, used: set[str]) -> list[Done]:
+    """How ``reaction`` would be done (its service, its slots), then the reactions that act on the
+    record it would make (a comment on the task it would open), found by doing them in a fork of
+    the world that is then thrown away: a rule says not to do it. The request still asks for all
+    of them (the rule, stated after, says which not to do): leaving the comment out would tell the
+    agent the rule held. Empty when ``reaction`` cannot be done."""
     scratch = flow.world.fork()
     stages = [*flow.stages[:-1], replace(flow.stage, done=list(flow.done))]
     trial = Flow(stages, list(flow.steps), scratch, dict(flow.checked))
     try:
-        return workflows.react(trial, reaction, rng, used)
+        first = workflows.react(trial, reaction, rng, used)
+        if first is None:
+            return []
+        out = [first]
+        trial.stage.done.append(first)
+        for follower in (r for r in flow.stage.pattern.reactions if r.follows == reaction.id):
+            done = workflows.react(trial, follower, rng, used)
+            if done is not None:
+                out.append(done)
+                trial.stage.done.append(done)
+        return out
     finally:
         scratch.close()

@@ -235,6 +235,10 @@ def _assigned_fields(flow: Flow, done: Done, given: set[str]) -> list[tuple[str,
     entry = flow.steps[record.step].entry if record is not None else None
     if record is None or entry is None or entry.meta is None or entry.meta.op not in ("create", "send"):
         return []  # a value of a record the task made, not of one it changed
+    if flow.world.hub.registry.services[record.service].source == "simulated":
+        # the world model draws what it assigns from every argument, the unchecked ones included:
+        # an agent that chose another (free) note would be told another number and fail the report
+        return []
     seeded = walker_for(flow.world.hub, flow.world.seed or 0).seeded_sets(record.service)
     props = record.schema.get("properties", {})
     out = []
@@ -297,8 +301,8 @@ def _ask(done: Done, stage: Stage, flow: Flow, rng: random.Random) -> str:
 
 
 def _asks(stage: Stage, flow: Flow, rng: random.Random) -> list[str]:
-    """The stage's asks in pattern order; a reaction its rule held against is asked for too (the
-    rule, stated after, says it must not be done)."""
+    """The stage's asks in pattern order; a reaction its rule held against is asked for too, and so
+    are those acting on its record (the rule, stated after, says it must not be done)."""
     asks = []
     branch = stage.branch
     for reaction in stage.pattern.reactions:
@@ -306,7 +310,7 @@ def _asks(stage: Stage, flow: Flow, rng: random.Random) -> list[str]:
             if stage.skipped is not None:
                 asks.append(_ask(stage.skipped, stage, flow, rng))
             continue
-        done = next((d for d in stage.done if d.reaction is reaction), None)
+        done = next((d for d in [*stage.done, *stage.skipped_after] if d.reaction is reaction), None)
         if done is not None:
             asks.append(_ask(done, stage, flow, rng))
     return asks

@@ -311,7 +311,7 @@ class Workflows:
             candidates = [
                 e for e in candidates if self.hub.registry.services[e.service].category in reaction.categories
             ]
-        candidates = [e for e in candidates if self._feasible(flow, reaction, e)]
+        candidates = [e for e in candidates if e.service not in flow.unmounted and self._feasible(flow, reaction, e)]
         rng.shuffle(candidates)
         for entry in candidates[:12]:
             done = self._attempt(flow, reaction, entry, rng)
@@ -325,7 +325,8 @@ class Workflows:
         model = flow.stage.model
         if model is None:
             return None
-        return next((d for d in [*model.done, model.skipped] if d is not None and d.reaction.id == reaction.id), None)
+        held = [model.skipped, *model.skipped_after]
+        return next((d for d in [*model.done, *held] if d is not None and d.reaction.id == reaction.id), None)
 
     def _feasible(self, flow: Flow, reaction: Reaction, entry: ToolEntry) -> bool:
         """Whether ``entry`` could take every link and find every record it needs, judged from its
@@ -479,9 +480,17 @@ class Workflows:
                     hit = self._hop_lookup(flow, listing, roles, via, wanted, kind, keys)
                     if hit is not None:
                         found.append(hit)
-            if len({repr(f[4]) for f in found}) > 1:
-                return None  # two applications name two different people: ambiguous
             if found:
+                # Two applications may name two different people (the CRM's account executive, the
+                # success platform's manager). The system of record answers (a hand-written core
+                # application first, then by name) and the others stay off the task's gateway, so
+                # "the account owner" means one person there; unless one is already part of the task.
+                services = self.hub.registry.services
+                found.sort(key=lambda f: (services[f[0].service].source != "hand-written", f[0].service))
+                others = {f[0].service for f in found if repr(f[4]) != repr(found[0][4])}
+                if others & set(flow.services):
+                    return None
+                flow.unmounted |= others
                 listing, args, path, name, value = found[0]
                 step = self._call(flow, listing, args, {}, {})
                 if step is None:

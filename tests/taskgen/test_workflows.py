@@ -14,7 +14,7 @@ from hub.core import Hub
 from servers.population import Population
 from taskgen.flowmodel import Flow, record_schema
 from taskgen.gates import ambiguous
-from taskgen.generate import Generation, generate, generate_parallel
+from taskgen.generate import Generation, generate, generate_parallel, pattern_distractors
 from taskgen.graph import param_types
 from taskgen.instantiate import instantiate
 from taskgen.oracle import run_plan
@@ -325,14 +325,42 @@ def test_a_written_instruction_is_kept_only_with_its_names_dates_and_qualifier(
     assert rewriter.rewrite(task)[1] == "dropped_literal"  # without it the record is ambiguous again
 
 
-def test_a_hop_carries_a_value_found_in_a_third_application(hub: Hub, workflows: Workflows) -> None:
+def _owner_hop() -> Pattern:
     data = next(p for p in load_patterns() if p.id == "urgent_ticket_escalation").model_dump()
     data["reactions"] = [
         {**r, "links": {"recipient": "trigger.customer>owner:email_address"}, "id": "tell_account_owner"}
         if r["id"] == "reply_requester" else r
         for r in data["reactions"]
     ]  # fmt: skip
-    pattern = Pattern.model_validate(data)
+    return Pattern.model_validate(data)
+
+
+def test_a_hop_two_applications_answer_differently_keeps_the_other_off_the_gateway(
+    hub: Hub, workflows: Workflows
+) -> None:
+    """The CRM and the success platform name different owners for one customer: the CRM (the
+    system of record) answers, and the other is never mounted, so "the account owner" is one person."""
+    resolved = 0
+    for index in range(12):
+        try:
+            flow = instantiate(workflows, _owner_hop(), random.Random(index), rule=False, chain=False)
+        except WalkError:
+            continue
+        try:
+            if not flow.unmounted:
+                continue
+            distractors = pattern_distractors(workflows, flow, random.Random(index))
+            assert not flow.unmounted & {*flow.services, *distractors}
+            send = next(s for s in flow.steps if s.entry.qualified == "email__send_message")
+            assert flow.steps[send.carried["to"].step].entry.service == "crm"
+            resolved += 1
+        finally:
+            flow.close()
+    assert resolved >= 1
+
+
+def test_a_hop_carries_a_value_found_in_a_third_application(hub: Hub, workflows: Workflows) -> None:
+    pattern = _owner_hop()
     hops = 0
     for index in range(16):
         try:
@@ -342,7 +370,7 @@ def test_a_hop_carries_a_value_found_in_a_third_application(hub: Hub, workflows:
         try:
             sends = [s for s in flow.steps if s.entry.qualified == "email__send_message"]
             if not sends:
-                continue  # the applications disagree on the owner: the request goes without the hop
+                continue  # the request went without the hop (an application in the task disagrees)
             carried = sends[0].carried["to"]
             lookup = flow.steps[carried.step]
             assert lookup.entry.meta is not None and lookup.entry.meta.entity in ("account", "customer", "client")
@@ -399,3 +427,21 @@ def test_a_batch_handles_each_record_alike_and_scores_each(hub: Hub, workflows: 
 
 def _steps_of(stage: Any) -> set[int]:
     return {i for d in stage.done for i in d.steps}
+
+
+def test_a_rule_that_held_still_asks_for_what_acts_on_the_skipped_record(hub: Hub, workflows: Workflows) -> None:
+    """lease_move_out's rule skips the turnover task, and a comment on that task follows it: the
+    request asks for both either way, or leaving the comment out would give the branch away."""
+    pattern = next(p for p in load_patterns() if p.id == "lease_move_out")
+    for index in range(20):
+        flow = _try(workflows, pattern, index, rule=True)
+        if flow is None:
+            continue
+        stage = flow.stages[0]
+        assert stage.skipped is not None and stage.skipped.reaction.id == "turnover"
+        assert [d.reaction.id for d in stage.skipped_after] == ["turnover_note"]
+        assert "turnover_note" not in {d.reaction.id for d in stage.done}  # asked, not done
+        task = _task(flow, hub, "held-follower")
+        assert re.search(r"\bcomment\b", task.instruction, re.I), task.instruction
+        return
+    pytest.fail("no trigger of lease_move_out took its rule")
