@@ -48,6 +48,7 @@ TRAP = (
     "(There are several records named '{anchor}'; it's the one with {field} {value}.)",
     "Note that '{anchor}' appears more than once; use the one where the {field} is {value}.",
 )
+BY_TRAP = "Careful, there is more than one '{anchor}': I mean the one {field} {value}."
 REST = (
     "Everything else goes ahead either way.",
     "The rest of the list stands whatever the rule says.",
@@ -326,7 +327,10 @@ def tell(flow: Flow, reports: list[Report], rng: random.Random) -> str:
         words = humanize(str(flow.trap["field"]))
         value = str(flow.trap["value"])
         value = humanize(value) if re.fullmatch(r"[a-z0-9]+(_[a-z0-9]+)+", value) else value  # an enum value, in words
-        parts.append(rng.choice(TRAP).format(anchor=first.trigger.anchor, field=words, value=value))
+        if words.endswith(" by"):  # "the one submitted by X", not "the one whose submitted by is X"
+            parts.append(BY_TRAP.format(anchor=first.trigger.anchor, field=words, value=value))
+        else:
+            parts.append(rng.choice(TRAP).format(anchor=first.trigger.anchor, field=words, value=value))
     repeats = [stage for stage in flow.stages if stage.model is not None]
     if repeats:
         anchors = [f"'{stage.trigger.anchor}'" for stage in repeats]
