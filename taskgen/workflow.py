@@ -490,8 +490,8 @@ class Workflows:
                 services = self.hub.registry.services
                 found.sort(key=lambda f: (services[f[0].service].source != "hand-written", f[0].service))
                 others = {f[0].service for f in found if repr(f[4]) != repr(found[0][4])}
-                if others & set(flow.services):
-                    return None
+                if others & set(flow.services) or self._stranded(flow, others):
+                    return None  # the other application is part of the task: ambiguous there
                 flow.unmounted |= others
                 listing, args, path, name, value = found[0]
                 step = self._call(flow, listing, args, {}, {})
@@ -500,6 +500,20 @@ class Workflows:
                 ref = f"steps.{step.index}.{path}.{name}"
                 return Carried(kind, value, step.index, ref, listing.service, name, f"the {humanize(name)}")
         return None
+
+    def _stranded(self, flow: Flow, unmounted: set[str]) -> bool:
+        """Whether keeping ``unmounted`` off the gateway leaves a reaction of the current stage not
+        done yet (or a rule's alternative) no service to be done in."""
+        done = {d.reaction.id for d in flow.done}
+        pattern = flow.stage.pattern
+        pending = [r for r in pattern.reactions if r.id not in done]
+        pending += [rule.instead for rule in pattern.rules if rule.instead is not None]
+        for reaction in pending:
+            keys = [(op, kind) for op in reaction.op for kind in reaction.entity]
+            offering = {e.service for key in keys for e in self.writes.get(key, [])}
+            if offering and offering <= unmounted | flow.unmounted:
+                return True
+        return False
 
     def _hop_lookup(
         self,

@@ -464,3 +464,22 @@ def test_a_post_refused_in_the_preferred_channel_goes_to_one_the_user_is_in(hub:
             flow.close()
         return
     pytest.fail("lease_move_out found no trigger")
+
+
+def test_a_hop_never_keeps_off_the_only_application_a_later_step_needs(hub: Hub, workflows: Workflows) -> None:
+    """ad_campaign_overspend asks for the customer's account owner (the CRM and the success platform
+    disagree), then a call-to-action only the success platform offers: the hop goes without it
+    rather than leave the call-to-action nowhere to be made."""
+    pattern = next(p for p in load_patterns() if p.id == "ad_campaign_overspend")
+    made = 0
+    for index in range(6):
+        flow = _try(workflows, pattern, index, rule=False)
+        if flow is None:
+            continue
+        try:
+            assert "client_cta" in {d.reaction.id for d in flow.done}
+            assert not flow.unmounted & set(flow.services)
+            made += 1
+        finally:
+            flow.close()
+    assert made >= 3
