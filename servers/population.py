@@ -68,6 +68,13 @@ PRODUCT_KINDS = (
     ("Data Migration Package", 4800.0),
     ("Label Printer", 159.0),
 )
+HEALTH_PLANS = (
+    "Aetna Commercial", "Blue Cross PPO", "Cigna Open Access", "UnitedHealthcare Choice",
+    "Humana Medicare Advantage", "Kaiser HMO", "Medicaid Managed Care", "Anthem Blue Cross",
+)  # fmt: skip
+"""The health plans (insurers) of the world: not customers or vendors of the organisation, so not
+among its companies, but the same plans wherever a service names one (a referral's plan is a payer
+of the prior-authorization service), so a plan links across services by name."""
 COUNTRIES = (("US", "USD"), ("US", "USD"), ("US", "USD"), ("GB", "GBP"), ("DE", "EUR"), ("FR", "EUR"))
 NICKNAME_VARIANTS = {
     "John": "Jon",

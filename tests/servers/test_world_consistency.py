@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from servers.population import Population
+from servers.population import HEALTH_PLANS, Population
 from servers.registry import all_services
 from servers.values import state_values
 
@@ -40,7 +40,7 @@ def test_the_same_people_appear_in_many_services() -> None:
 
 def test_company_names_come_from_the_population() -> None:
     world = Population.generate(SEED)
-    companies = {c.name.lower() for c in (*world.companies, world.org)}
+    companies = {c.name.lower() for c in (*world.companies, world.org)} | {p.lower() for p in HEALTH_PLANS}
     by_service = _values("company_name")
     assert len(by_service) >= 3, sorted(by_service)
     for name, values in by_service.items():
