@@ -485,6 +485,7 @@ class ToolWriter:
         self.state_check(self.spec.sources(tool), tool.name)
         self.fetch_refs(list(tool.params))
         self.fetch_linked()
+        self.unique_checks([n for n, p in tool.params.items() if p.field == n], exclude_self=True)
         self.guards()
         self.effect_checks()
         self.body.add("now = state.tick()")

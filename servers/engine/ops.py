@@ -415,6 +415,9 @@ class Operation:
             record = self.target(state, values)
             self.check_state(record, values, sources, tool.name)
             fetched = self.check_refs(state, values, list(tool.params))
+            # a parameter the transition stores into the unique field it is named after (a receipt
+            # number) is unique too, as the spec interpreter expects
+            self.check_unique(state, values, [n for n, p in tool.params.items() if p.field == n], values[self.id_param])
             self.check_guards(state, values, record, fetched)
             plan = self.plan_effects(state, values, record)
             now = state.tick()

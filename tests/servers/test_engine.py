@@ -382,3 +382,24 @@ def test_a_guard_comparing_a_date_with_now_compares_days_and_the_interpreter_agr
     # the scenario interpreter predicts the same from the JSON state (ISO strings)
     assert holds(">=", "2026-03-02", "2026-03-02T09:05:00Z") is True
     assert holds(">=", "2026-03-01", "2026-03-02T09:05:00Z") is False
+
+
+def test_a_transition_storing_a_unique_field_refuses_a_taken_value_and_changes_nothing() -> None:
+    spec = copy.deepcopy(SPEC)
+    spec["entities"]["run"]["fields"]["ticket"] = {"type": "title", "optional": True, "create": False, "unique": True}
+    spec["tools"].append(
+        {"name": "close_run", "op": "transition", "entity": "run", "to": "done", "description": "Close with a ticket.",
+         "params": {"ticket": {"type": "title", "description": "Ticket number.", "field": "ticket"}}}
+    )  # fmt: skip
+    parsed = ServiceSpec.model_validate(spec)
+    ejected = load_service(compile_spec(parsed, formatted=False), "depot", "script")
+    for service in (build_service(parsed), ejected):
+        state = service.empty_state()
+        service.call(state, "add_van", {"plate": "Blue van"})
+        service.call(state, "plan_run", {"van_id": "van_0001", "city": "Oslo"})
+        service.call(state, "plan_run", {"van_id": "van_0001", "city": "Rome"})
+        assert service.call(state, "close_run", {"run_id": "run_0002", "ticket": "T-1"})["success"]
+        before = snapshot(state)
+        refused = service.call(state, "close_run", {"run_id": "run_0003", "ticket": "T-1"})
+        assert refused["error"]["code"] == 409, refused  # type: ignore[typeddict-item]
+        assert snapshot(state) == before
