@@ -25,12 +25,13 @@ from hub.registry import ToolEntry
 from servers.roles import ROLE_KEY, SYSTEM
 from servers.state import diff
 from servers.types import SEMANTIC_KEY
-from taskgen.flowmodel import Branch, Done, Flow, Located, own_role, record_schema
+from taskgen.flowmodel import Branch, Done, Flow, Located, record_schema
 from taskgen.graph import field_types, param_types
 from taskgen.pattern import Pattern, Reaction, Rule
 from taskgen.rules import rule_branch
 from taskgen.task import resolve
 from taskgen.tolerance import alternatives
+from taskgen.toolindex import ToolIndex
 from taskgen.walk import (
     FREE_TEXT,
     Carried,
@@ -89,32 +90,9 @@ class Workflows:
 
     def __init__(self, hub: Hub, walker: Walker) -> None:
         self.hub, self.walker = hub, walker
-        self.writes: dict[tuple[str, str], list[ToolEntry]] = {}  # (op, entity) -> tools
-        self.listings: dict[tuple[str, str], list[ToolEntry]] = {}  # (service, entity) -> listing tools
-        self.id_entity: dict[str, tuple[str, str]] = {}  # id type -> (service, entity)
-        self.field_roles: dict[tuple[str, str], dict[str, str]] = {}  # (service, entity) -> field -> role
-        self.field_kinds: dict[tuple[str, str], dict[str, frozenset[str]]] = {}  # ... -> field -> semantic types
-        for entry in hub.registry.tools.values():
-            meta = entry.meta
-            if meta is None or not meta.entity:
-                continue
-            if entry.kind == "write":
-                self.writes.setdefault((meta.op, meta.entity), []).append(entry)
-            elif meta.op in ("list", "search"):
-                self.listings.setdefault((entry.service, meta.entity), []).append(entry)
-            schema = record_schema(entry)
-            props = schema.get("properties", {})
-            roles = self.field_roles.setdefault((entry.service, meta.entity), {})
-            typed = self.field_kinds.setdefault((entry.service, meta.entity), {})
-            for name, prop in props.items():
-                typed.setdefault(name, frozenset(field_types(prop)))
-            for name, prop in props.items():
-                role = own_role(prop, schema.get("$defs", {}) or (entry.output_schema or {}).get("$defs", {}))
-                if role:
-                    roles.setdefault(name, role)
-            ident = resolve_schema(dict(props.get("id") or {}), {}).get(SEMANTIC_KEY)
-            if isinstance(ident, str) and meta.op in ("get", "list", "create"):
-                self.id_entity.setdefault(ident, (entry.service, meta.entity))
+        index = self.index = ToolIndex(hub.registry)
+        self.writes, self.listings, self.id_entity = index.writes, index.listings, index.id_entity
+        self.field_roles, self.field_kinds = index.field_roles, index.field_kinds
         self._by_text: dict[str, dict[str, list[dict[str, Any]]]] = {}
         today = dt.datetime.fromisoformat(walker.clock.replace("Z", "+00:00"))
         self.today = today
@@ -332,11 +310,7 @@ class Workflows:
         """Whether ``entry`` could take every link and find every record it needs, judged from its
         schema alone (what :meth:`_fill` would find out by calling lookups)."""
         kinds = param_types(entry)
-        roles = {self.param_role(entry, name) for name in kinds}
-        for name in entry.input_schema.get("required", []):
-            kind = kinds.get(name, "")
-            if kind in self.id_entity and self.id_entity[kind][0] == entry.service:
-                roles |= set(self.field_roles.get(self.id_entity[kind], {}).values())  # found by a lookup
+        roles = self.index.link_roles(entry)
         if not set(reaction.links) <= roles:
             return False
         if reaction.within and not any(
@@ -425,15 +399,8 @@ class Workflows:
         return next((d.record for d in flow.done if d.reaction.id == head), None)
 
     def param_role(self, entry: ToolEntry, name: str) -> str | None:
-        """A parameter's role: its own ``x-role``, else that of the record field of the same name."""
-        raw = entry.input_schema.get("properties", {}).get(name) or {}
-        prop = resolve_schema(dict(raw), {})
-        items = resolve_schema(dict(prop.get("items") or {}), {}) if prop.get("type") == "array" else {}
-        own = raw.get(ROLE_KEY) or prop.get(ROLE_KEY) or items.get(ROLE_KEY)
-        if own:
-            return str(own)
-        entity = entry.meta.entity if entry.meta else None
-        return self.field_roles.get((entry.service, entity or ""), {}).get(name)
+        """A parameter's role (see :meth:`taskgen.toolindex.ToolIndex.param_role`)."""
+        return self.index.param_role(entry, name)
 
     def _linked(self, flow: Flow, reaction: Reaction, role: str | None, kind: str) -> Carried | None:
         if role is None or role not in reaction.links:

@@ -44,6 +44,22 @@ def test_a_reaction_limited_to_categories_joins_only_those(hub: Hub) -> None:
     assert service_patterns(hub.registry, [_pattern("deal", "send", "message", [category])])["email"] == ["probe"]
 
 
+def test_a_service_whose_records_are_never_in_the_trigger_state_does_not_join(hub: Hub) -> None:
+    won = _pattern("deal", "send", "message").model_dump()
+    won["trigger"]["state"] = ["won"]
+    assert service_patterns(hub.registry, [Pattern.model_validate(won)])["crm"] == ["probe"]
+    won["trigger"]["state"] = ["hibernating"]  # no deal of the CRM is ever in that state
+    assert service_patterns(hub.registry, [Pattern.model_validate(won)])["crm"] == []
+
+
+def test_a_write_that_cannot_take_a_linked_value_does_not_join(hub: Hub) -> None:
+    data = _pattern("deal", "send", "message").model_dump()
+    data["reactions"][0]["links"] = {"recipient": "trigger.contact:email_address"}
+    assert service_patterns(hub.registry, [Pattern.model_validate(data)])["email"] == ["probe"]
+    data["reactions"][0]["links"] = {"salary": "trigger.value"}  # no message carries a salary
+    assert service_patterns(hub.registry, [Pattern.model_validate(data)])["email"] == []
+
+
 def test_the_library_s_patterns_reach_the_core_services(hub: Hub) -> None:
     joined = service_patterns(hub.registry, load_patterns())
     assert set(joined) == set(hub.registry.services)

@@ -1,0 +1,80 @@
+"""What the pattern engine reads from tool metadata alone, built once per registry.
+
+Writes by (op, entity kind), listings by (service, entity kind), which service and entity an id type
+names, and the roles, semantic types and lifecycle states of each entity's record fields. The
+pattern engine (:mod:`taskgen.workflow`) instantiates patterns over it, and the coverage report
+(:mod:`taskgen.coverage`) judges from it which patterns a service can take part in, without opening
+a world.
+"""
+
+from __future__ import annotations
+
+from hub.registry import Registry, ToolEntry
+from servers.roles import ROLE_KEY
+from servers.types import SEMANTIC_KEY
+from taskgen.flowmodel import own_role, record_schema
+from taskgen.graph import field_types, param_types
+from taskgen.walk import resolve_schema
+
+
+class ToolIndex:
+    """Indexes of one registry's tools (see the module docstring)."""
+
+    def __init__(self, registry: Registry) -> None:
+        self.writes: dict[tuple[str, str], list[ToolEntry]] = {}  # (op, entity) -> tools
+        self.listings: dict[tuple[str, str], list[ToolEntry]] = {}  # (service, entity) -> listing tools
+        self.id_entity: dict[str, tuple[str, str]] = {}  # id type -> (service, entity)
+        self.field_roles: dict[tuple[str, str], dict[str, str]] = {}  # (service, entity) -> field -> role
+        self.field_kinds: dict[tuple[str, str], dict[str, frozenset[str]]] = {}  # ... -> field -> semantic types
+        self.states: dict[tuple[str, str], set[str]] = {}  # (service, entity) -> enum values of its records
+        for entry in registry.tools.values():
+            meta = entry.meta
+            if meta is None or not meta.entity:
+                continue
+            if entry.kind == "write":
+                self.writes.setdefault((meta.op, meta.entity), []).append(entry)
+            elif meta.op in ("list", "search"):
+                self.listings.setdefault((entry.service, meta.entity), []).append(entry)
+            schema = record_schema(entry)
+            props = schema.get("properties", {})
+            key = (entry.service, meta.entity)
+            roles = self.field_roles.setdefault(key, {})
+            typed = self.field_kinds.setdefault(key, {})
+            states = self.states.setdefault(key, set())
+            for name, prop in props.items():
+                typed.setdefault(name, frozenset(field_types(prop)))
+                states.update(v for v in resolve_schema(dict(prop), {}).get("enum") or () if isinstance(v, str))
+            for name, prop in props.items():
+                role = own_role(prop, schema.get("$defs", {}) or (entry.output_schema or {}).get("$defs", {}))
+                if role:
+                    roles.setdefault(name, role)
+            ident = resolve_schema(dict(props.get("id") or {}), {}).get(SEMANTIC_KEY)
+            if isinstance(ident, str) and meta.op in ("get", "list", "create"):
+                self.id_entity.setdefault(ident, key)
+
+    def param_role(self, entry: ToolEntry, name: str) -> str | None:
+        """A parameter's role: its own ``x-role``, else that of the record field of the same name."""
+        raw = entry.input_schema.get("properties", {}).get(name) or {}
+        prop = resolve_schema(dict(raw), {})
+        items = resolve_schema(dict(prop.get("items") or {}), {}) if prop.get("type") == "array" else {}
+        own = raw.get(ROLE_KEY) or prop.get(ROLE_KEY) or items.get(ROLE_KEY)
+        if own:
+            return str(own)
+        entity = entry.meta.entity if entry.meta else None
+        return self.field_roles.get((entry.service, entity or ""), {}).get(name)
+
+    def link_roles(self, entry: ToolEntry) -> set[str | None]:
+        """Roles a reaction can link into ``entry``: those of its parameters, and those of the
+        records of its own service its required ids are found from by a lookup (the customer an
+        invoice is for, found by the customer's name)."""
+        kinds = param_types(entry)
+        roles = {self.param_role(entry, name) for name in kinds}
+        for name in entry.input_schema.get("required", []):
+            kind = kinds.get(name, "")
+            if kind in self.id_entity and self.id_entity[kind][0] == entry.service:
+                roles |= set(self.field_roles.get(self.id_entity[kind], {}).values())
+        return roles
+
+    def in_states(self, service: str, entity: str, wanted: list[str]) -> bool:
+        """Whether records of ``entity`` in ``service`` can be in one of ``wanted`` (any when empty)."""
+        return not wanted or bool(self.states.get((service, entity), set()) & set(wanted))
