@@ -15,19 +15,22 @@ from collections.abc import Iterable
 
 from hub.registry import Registry
 from taskgen.pattern import Pattern, Reaction, load_patterns
-from taskgen.toolindex import ToolIndex
+from taskgen.toolindex import ToolIndex, trigger_needs
 
 MIN_PATTERNS = 3
 """Patterns every service should join (issue: the library at the paper's scale)."""
 
 SHORT_OF_PATTERNS: frozenset[str] = frozenset({
-    "ad_campaigns", "cms", "flights", "fx", "geocoding", "loans", "news", "parcels", "podcast_hosting", "stocks",
-    "subscriptions", "translate", "warehouse", "weather", "websearch"
+    "ad_campaigns", "cms", "financial_aid", "flights", "fx", "geocoding", "grants", "home_care", "loans",
+    "localization", "news", "parcels", "patient_billing", "payments_gateway", "podcast_hosting",
+    "restaurant_reservations", "shop", "stocks", "subscriptions", "translate", "tutoring",
+    "university_admissions", "warehouse", "waste_collection", "weather", "websearch"
 })  # fmt: skip
 """Known debt: the services of the default hub that join fewer than :data:`MIN_PATTERNS` patterns
-today (ad_campaigns, cms, loans, podcast_hosting, subscriptions and warehouse since joins check
-trigger states and linked roles: they listed a kind in no pattern's state, or could not take what
-the reaction carries). A test checks this set is exact, both ways: a service that reaches three patterns must leave
+today. Since joins check trigger states and roles and the roles a reaction links (2026-12-04), 17
+services that joined three patterns only on paper are here: they list a kind in none of the
+patterns' states, lack a field the reactions take from the trigger, or cannot take what a reaction
+carries. A test checks this set is exact, both ways: a service that reaches three patterns must leave
 it (so it only shrinks as patterns are added) and a new service short of patterns fails the test
 instead of joining it silently. The test's failure message prints the current set to paste here."""
 
@@ -44,8 +47,10 @@ def service_patterns(registry: Registry, patterns: Iterable[Pattern] | None = No
         for service, entity in index.listings:
             # a trigger is a record of the kind in one of the situation's states: a service whose
             # records never are (no 'won' among its deals) lists them and joins nothing
-            if entity in pattern.trigger.entity and index.in_states(service, entity, pattern.trigger.state):
-                joined[service].add(pattern.id)
+            if entity not in pattern.trigger.entity or not index.in_states(service, entity, pattern.trigger.state):
+                continue
+            if all(index.has_role(service, entity, role, kind) for role, kind in trigger_needs(pattern)):
+                joined[service].add(pattern.id)  # and its records carry what the reactions take from them
         for reaction in _reactions(pattern):
             for op in reaction.op:
                 for entity in reaction.entity:

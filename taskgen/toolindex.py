@@ -14,6 +14,7 @@ from servers.roles import ROLE_KEY
 from servers.types import SEMANTIC_KEY
 from taskgen.flowmodel import own_role, record_schema
 from taskgen.graph import field_types, param_types
+from taskgen.pattern import MEASURES, Pattern
 from taskgen.walk import resolve_schema
 
 
@@ -78,3 +79,29 @@ class ToolIndex:
     def in_states(self, service: str, entity: str, wanted: list[str]) -> bool:
         """Whether records of ``entity`` in ``service`` can be in one of ``wanted`` (any when empty)."""
         return not wanted or bool(self.states.get((service, entity), set()) & set(wanted))
+
+    def has_role(self, service: str, entity: str, role: str, kind: str = "") -> bool:
+        """Whether records of ``entity`` in ``service`` have a field of ``role`` (of semantic type
+        ``kind`` when given), or exactly one field of the measure ``role`` names."""
+        types = self.field_kinds.get((service, entity), {})
+        if role in MEASURES:
+            return sum(1 for t in types.values() if t == {role}) == 1
+        fields = [f for f, r in self.field_roles.get((service, entity), {}).items() if r == role]
+        return any(not kind or kind in types.get(f, ()) for f in fields)
+
+
+def trigger_needs(pattern: Pattern) -> set[tuple[str, str]]:
+    """(role, semantic type or "") of every value the pattern takes from the trigger."""
+    sources = [src for r in pattern.reactions for src in r.links.values()]
+    sources += [
+        src for rule in pattern.rules for src in [rule.source, *(rule.instead.links.values() if rule.instead else [])]
+    ]
+    out = set()
+    for source in sources:
+        head, _, rest = source.partition(".")
+        if head == "trigger":
+            role, _, kind = rest.partition(":")
+            if ">" in role:  # a hop needs the first role's value on the trigger, of any type
+                role, kind = role.split(">", 1)[0], ""
+            out.add((role, kind))
+    return out

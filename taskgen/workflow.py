@@ -31,7 +31,7 @@ from taskgen.pattern import Pattern, Reaction, Rule
 from taskgen.rules import rule_branch
 from taskgen.task import resolve
 from taskgen.tolerance import alternatives
-from taskgen.toolindex import ToolIndex
+from taskgen.toolindex import ToolIndex, trigger_needs
 from taskgen.walk import (
     FREE_TEXT,
     Carried,
@@ -195,21 +195,7 @@ class Workflows:
     @staticmethod
     def trigger_needs(pattern: Pattern) -> set[tuple[str, str]]:
         """(role, semantic type or "") of every value the pattern takes from the trigger."""
-        sources = [src for r in pattern.reactions for src in r.links.values()]
-        sources += [
-            src
-            for rule in pattern.rules
-            for src in [rule.source, *(rule.instead.links.values() if rule.instead else [])]
-        ]
-        out = set()
-        for source in sources:
-            head, _, rest = source.partition(".")
-            if head == "trigger":
-                role, _, kind = rest.partition(":")
-                if ">" in role:  # a hop needs the first role's value on the trigger, of any type
-                    role, kind = role.split(">", 1)[0], ""
-                out.add((role, kind))
-        return out
+        return trigger_needs(pattern)
 
     def qualifier(self, service: str, record: Located, siblings: list[Located]) -> dict[str, Any] | None:
         """What tells ``record`` apart from the other seeded records sharing its name (a stale

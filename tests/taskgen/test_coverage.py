@@ -60,6 +60,14 @@ def test_a_write_that_cannot_take_a_linked_value_does_not_join(hub: Hub) -> None
     assert service_patterns(hub.registry, [Pattern.model_validate(data)])["email"] == []
 
 
+def test_a_trigger_whose_records_lack_what_the_reactions_take_does_not_join(hub: Hub) -> None:
+    data = _pattern("deal", "send", "message").model_dump()
+    data["reactions"][0]["links"] = {"recipient": "trigger.owner:email_address"}
+    assert service_patterns(hub.registry, [Pattern.model_validate(data)])["crm"] == ["probe"]
+    data["reactions"][0]["links"] = {"recipient": "trigger.guardian:email_address"}  # deals have no guardian
+    assert service_patterns(hub.registry, [Pattern.model_validate(data)])["crm"] == []
+
+
 def test_the_library_s_patterns_reach_the_core_services(hub: Hub) -> None:
     joined = service_patterns(hub.registry, load_patterns())
     assert set(joined) == set(hub.registry.services)
