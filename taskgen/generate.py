@@ -127,9 +127,14 @@ def distractor_pool(workflows: Workflows, flow: Flow) -> list[str]:
     an agent that files the task in the other tracker did what was asked and is scored 0. Nor the
     services a hop was resolved without (``Flow.unmounted``: another application naming another
     account owner)."""
-    done = {(e.meta.op, e.meta.entity or "") for e in (s.entry for s in flow.steps) if e.kind == "write" and e.meta}
-    rivals = {entry.service for key in done for entry in workflows.writes.get(key, [])}
+    rivals = rival_services(workflows, flow)
     return sorted(set(workflows.hub.registry.services) - set(flow.services) - rivals - flow.unmounted)
+
+
+def rival_services(workflows: Workflows, flow: Flow) -> set[str]:
+    """Services with a write of the same op on the same entity kind as a write of the task."""
+    done = {(e.meta.op, e.meta.entity or "") for e in (s.entry for s in flow.steps) if e.kind == "write" and e.meta}
+    return {entry.service for key in done for entry in workflows.writes.get(key, [])}
 
 
 def rule_services(workflows: Workflows, flow: Flow) -> list[str]:
@@ -161,7 +166,10 @@ def rule_services(workflows: Workflows, flow: Flow) -> list[str]:
         )
         offering = [name for name in offering if name not in flow.unmounted]
         if offering and not set(offering) & {*flow.services, *out}:
-            out.append(offering[0])
+            # not a rival of the task's own writes (a helpdesk, which also takes comments, beside
+            # the tracker the task comments in) where another application offers the alternative
+            rivals = rival_services(workflows, flow)
+            out.append(next((name for name in offering if name not in rivals), offering[0]))
     return out
 
 

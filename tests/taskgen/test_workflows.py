@@ -14,7 +14,7 @@ from hub.core import Hub
 from servers.population import Population
 from taskgen.flowmodel import Flow, record_schema
 from taskgen.gates import ambiguous
-from taskgen.generate import Generation, generate, generate_parallel, pattern_distractors
+from taskgen.generate import Generation, generate, generate_parallel, pattern_distractors, rival_services, rule_services
 from taskgen.graph import param_types
 from taskgen.instantiate import instantiate
 from taskgen.oracle import run_plan
@@ -483,3 +483,28 @@ def test_a_hop_never_keeps_off_the_only_application_a_later_step_needs(hub: Hub,
         finally:
             flow.close()
     assert made >= 3
+
+
+def test_a_rule_s_alternative_is_mounted_in_an_application_that_rivals_no_write_of_the_task(
+    hub: Hub, workflows: Workflows
+) -> None:
+    """trust_disbursement_review comments on a tracker task; its rule's alternative opens a ticket.
+    When the rule does not hold, a ticket desk is mounted for it: one that also takes comments (the
+    helpdesk) would make "comment on the task" ambiguous, so another desk is mounted."""
+    pattern = next(p for p in load_patterns() if p.id == "trust_disbursement_review")
+    checked = 0
+    for index in range(30):
+        try:
+            flow = instantiate(workflows, pattern, random.Random(f"rival:{index}"), chain=False)
+        except WalkError:
+            continue
+        try:
+            branch = flow.stages[0].branch
+            if branch is None or branch.held:
+                continue  # the alternative is mounted only for a rule that was stated and did not hold
+            mounted = rule_services(workflows, flow)
+            assert mounted and not set(mounted) & rival_services(workflows, flow)
+            checked += 1
+        finally:
+            flow.close()
+    assert checked >= 2
