@@ -52,15 +52,10 @@ def service_patterns(registry: Registry, patterns: Iterable[Pattern] | None = No
             if all(index.has_role(service, entity, role, kind) for role, kind in trigger_needs(pattern)):
                 joined[service].add(pattern.id)  # and its records carry what the reactions take from them
         for reaction in _reactions(pattern):
-            for op in reaction.op:
-                for entity in reaction.entity:
-                    for entry in index.writes.get((op, entity), ()):
-                        category = registry.services[entry.service].category
-                        if reaction.categories and category not in reaction.categories:
-                            continue
-                        if not set(reaction.links) <= index.link_roles(entry):
-                            continue  # it could not take the people and amounts the reaction carries
-                        joined[entry.service].add(pattern.id)
+            for entry in index.writers(reaction):
+                # a write joins only if it can take the people and amounts the reaction carries
+                if set(reaction.links) <= index.link_roles(entry):
+                    joined[entry.service].add(pattern.id)
     return {name: sorted(ids) for name, ids in sorted(joined.items())}
 
 

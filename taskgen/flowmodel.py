@@ -42,6 +42,8 @@ class Located:
         out = []
         index = _field_index(self.schema.get("properties", {}))
         measure = role in MEASURES
+        if measure and sum(1 for _, types in index.values() if types == {role}) != 1:
+            return []
         for name, value in self.record.items():
             declared, types = index.get(name, (None, frozenset()))
             if (types != {role} if measure else declared != role) or value in (None, "", []):
@@ -53,8 +55,6 @@ class Located:
             if isinstance(value, bool) or not isinstance(value, str | int | float):
                 continue
             out.append((name, value, next(iter(types))))
-        if measure and sum(1 for _, (_, types) in index.items() if types == {role}) != 1:
-            return []
         return out
 
 

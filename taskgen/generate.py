@@ -143,8 +143,8 @@ def rule_services(workflows: Workflows, flow: Flow) -> list[str]:
     alternative. A missing one would give the branch away, or make the rule impossible to follow had
     the agent read the threshold otherwise. A hand-written service is preferred (the core
     applications: calendar, tracker, helpdesk …), then the first by name."""
-    services = workflows.hub.registry.services
     out: list[str] = []
+    rivals = rival_services(workflows, flow)
     for stage in flow.stages:
         branch = stage.branch
         if branch is None:
@@ -155,20 +155,11 @@ def rule_services(workflows: Workflows, flow: Flow) -> list[str]:
         if alternative is None or any(d.reaction is alternative for d in stage.done):
             continue
         offering = sorted(
-            {
-                e.service
-                for op in alternative.op
-                for entity in alternative.entity
-                for e in workflows.writes.get((op, entity), [])
-                if not alternative.categories or services[e.service].category in alternative.categories
-            },
-            key=lambda name: (services[name].source != "hand-written", name),
+            {e.service for e in workflows.index.writers(alternative)} - flow.unmounted, key=workflows.index.core_first
         )
-        offering = [name for name in offering if name not in flow.unmounted]
         if offering and not set(offering) & {*flow.services, *out}:
             # not a rival of the task's own writes (a helpdesk, which also takes comments, beside
             # the tracker the task comments in) where another application offers the alternative
-            rivals = rival_services(workflows, flow)
             out.append(next((name for name in offering if name not in rivals), offering[0]))
     return out
 

@@ -16,6 +16,7 @@ from dataclasses import replace
 from taskgen.flowmodel import Done, Flow, Located, Stage
 from taskgen.pattern import Pattern, Reaction, load_patterns
 from taskgen.rules import repeat_branch
+from taskgen.toolindex import trigger_needs
 from taskgen.walk import WalkError, humanize
 from taskgen.workflow import Workflows
 
@@ -135,7 +136,7 @@ def _chain(workflows: Workflows, flow: Flow, rng: random.Random) -> bool:
         if pattern.id not in taken and pattern.trigger.chainable
         for record in made
         if record.entity in {humanize(e) for e in pattern.trigger.entity}
-        and all(record.fields(role, kind or None) for role, kind in workflows.trigger_needs(pattern))
+        and all(record.fields(role, kind or None) for role, kind in trigger_needs(pattern))
         and (
             not pattern.trigger.state
             or any(v in pattern.trigger.state for v in record.record.values() if isinstance(v, str))
@@ -152,7 +153,7 @@ def _repeat(workflows: Workflows, flow: Flow, rng: random.Random) -> bool:
     same containers, the same rule judged on its own value); False when none can be."""
     first = flow.stages[0]
     listing = flow.steps[first.trigger.step]
-    needs = workflows.trigger_needs(first.pattern)
+    needs = trigger_needs(first.pattern)
     taken = {first.trigger.anchor, *(r["value"] for r in flow.references)}
     # named the way the first one is (a loan by its item, not one by its item and one by its holder)
     named_by = next((n for n, v in first.trigger.record.items() if v == first.trigger.anchor), "")

@@ -14,7 +14,7 @@ from servers.roles import ROLE_KEY
 from servers.types import SEMANTIC_KEY
 from taskgen.flowmodel import own_role, record_schema
 from taskgen.graph import field_types, param_types
-from taskgen.pattern import MEASURES, Pattern
+from taskgen.pattern import MEASURES, Pattern, Reaction
 from taskgen.walk import resolve_schema
 
 
@@ -22,6 +22,7 @@ class ToolIndex:
     """Indexes of one registry's tools (see the module docstring)."""
 
     def __init__(self, registry: Registry) -> None:
+        self.services = registry.services
         self.writes: dict[tuple[str, str], list[ToolEntry]] = {}  # (op, entity) -> tools
         self.listings: dict[tuple[str, str], list[ToolEntry]] = {}  # (service, entity) -> listing tools
         self.id_entity: dict[str, tuple[str, str]] = {}  # id type -> (service, entity)
@@ -52,6 +53,18 @@ class ToolIndex:
             ident = resolve_schema(dict(props.get("id") or {}), {}).get(SEMANTIC_KEY)
             if isinstance(ident, str) and meta.op in ("get", "list", "create"):
                 self.id_entity.setdefault(ident, key)
+
+    def writers(self, reaction: Reaction) -> list[ToolEntry]:
+        """The writes declaring one of ``reaction``'s ops on one of its entity kinds, in one of its
+        categories when it names some."""
+        found = [e for op in reaction.op for kind in reaction.entity for e in self.writes.get((op, kind), [])]
+        if reaction.categories:
+            found = [e for e in found if self.services[e.service].category in reaction.categories]
+        return found
+
+    def core_first(self, service: str) -> tuple[bool, str]:
+        """Sort key preferring the hand-written core applications (the systems of record), then by name."""
+        return self.services[service].source != "hand-written", service
 
     def param_role(self, entry: ToolEntry, name: str) -> str | None:
         """A parameter's role: its own ``x-role``, else that of the record field of the same name."""

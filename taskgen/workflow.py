@@ -27,7 +27,7 @@ from servers.state import diff
 from servers.types import SEMANTIC_KEY
 from taskgen.flowmodel import Branch, Done, Flow, Located, record_schema
 from taskgen.graph import field_types, param_types
-from taskgen.pattern import Pattern, Reaction, Rule
+from taskgen.pattern import Reaction, Rule
 from taskgen.rules import rule_branch
 from taskgen.task import resolve
 from taskgen.tolerance import alternatives
@@ -153,7 +153,7 @@ class Workflows:
                 step = self._call(flow, entry, args, {}, {})
                 if step is None:
                     continue
-                needs = self.trigger_needs(flow.pattern)
+                needs = trigger_needs(flow.pattern)
                 eligible = [
                     r
                     for r in self.located(step)
@@ -191,11 +191,6 @@ class Workflows:
         return any(
             str(value).casefold() in mine for role, kind in needs for _, value, _ in record.fields(role, kind or None)
         )
-
-    @staticmethod
-    def trigger_needs(pattern: Pattern) -> set[tuple[str, str]]:
-        """(role, semantic type or "") of every value the pattern takes from the trigger."""
-        return trigger_needs(pattern)
 
     def qualifier(self, service: str, record: Located, siblings: list[Located]) -> dict[str, Any] | None:
         """What tells ``record`` apart from the other seeded records sharing its name (a stale
@@ -257,7 +252,7 @@ class Workflows:
 
     def react(self, flow: Flow, reaction: Reaction, rng: random.Random, used: set[str]) -> Done | None:
         """Carry out ``reaction`` in some service (None when no service can)."""
-        candidates = [e for op in reaction.op for ent in reaction.entity for e in self.writes.get((op, ent), [])]
+        candidates = self.index.writers(reaction)
         follows = next((d for d in flow.done if d.reaction.id == reaction.follows), None)
         twin = self.twin(flow, reaction)
         if twin is not None:
@@ -271,10 +266,6 @@ class Workflows:
             candidates = [e for e in candidates if e.service != flow.trigger.service and e.service not in used]
         else:
             candidates = [e for e in candidates if e.service == flow.trigger.service]
-        if reaction.categories:
-            candidates = [
-                e for e in candidates if self.hub.registry.services[e.service].category in reaction.categories
-            ]
         candidates = [e for e in candidates if e.service not in flow.unmounted and self._feasible(flow, reaction, e)]
         rng.shuffle(candidates)
         for entry in candidates[:12]:
@@ -322,6 +313,7 @@ class Workflows:
         return True
 
     def _attempt(self, flow: Flow, reaction: Reaction, entry: ToolEntry, rng: random.Random) -> Done | None:
+        flow.refused.clear()  # containers refused to an earlier write say nothing about this one
         mark = len(flow.steps)
         saved = (
             {entry.service: flow.world.savepoint(entry.service)}
@@ -346,7 +338,6 @@ class Workflows:
                 flow.references = [r for r in flow.references if r.get("value") != slots["named"]]
                 flow.given = [v for v in flow.given if v != slots["named"]]
                 flow.refused.add(slots["named"])  # the next try files it elsewhere (a channel one is in)
-        flow.refused.clear()
         if step is None or not self._reached(step, reaction):
             self._undo(flow, mark, saved)
             return None
@@ -440,8 +431,7 @@ class Workflows:
                 # success platform's manager). The system of record answers (a hand-written core
                 # application first, then by name) and the others stay off the task's gateway, so
                 # "the account owner" means one person there; unless one is already part of the task.
-                services = self.hub.registry.services
-                found.sort(key=lambda f: (services[f[0].service].source != "hand-written", f[0].service))
+                found.sort(key=lambda f: self.index.core_first(f[0].service))
                 others = {f[0].service for f in found if repr(f[4]) != repr(found[0][4])}
                 if others & set(flow.services) or self._stranded(flow, others):
                     return None  # the other application is part of the task: ambiguous there
@@ -461,12 +451,10 @@ class Workflows:
         pattern = flow.stage.pattern
         pending = [r for r in pattern.reactions if r.id not in done]
         pending += [rule.instead for rule in pattern.rules if rule.instead is not None]
-        for reaction in pending:
-            keys = [(op, kind) for op in reaction.op for kind in reaction.entity]
-            offering = {e.service for key in keys for e in self.writes.get(key, [])}
-            if offering and offering <= unmounted | flow.unmounted:
-                return True
-        return False
+        away = unmounted | flow.unmounted
+        return any(
+            offering and offering <= away for offering in ({e.service for e in self.index.writers(r)} for r in pending)
+        )
 
     def _hop_lookup(
         self,
@@ -704,7 +692,8 @@ class Workflows:
             pinned = twin.slots.get("named") if twin is not None else None
             if pinned is not None:
                 named = [r for r in named if r.anchor == pinned]  # filed under the same container
-            named = [r for r in named if str(r.anchor) not in flow.refused] if pinned is None else named
+            else:
+                named = [r for r in named if str(r.anchor) not in flow.refused]
             fitting = [r for r in named if any(w.casefold() in str(r.anchor).casefold() for w in reaction.prefer)]
             named = fitting or named
             if len(records) == 1 or named:
