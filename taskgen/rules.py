@@ -72,9 +72,13 @@ def _round_measure(value: float) -> float:
     return float(round(value / 5) * 5) if value < 100 else round_amount(value)
 
 
-def rule_branch(located: Located | None, rule: Rule, rng: random.Random, held: bool | None = None) -> Branch | None:
+def rule_branch(
+    located: Located | None, rule: Rule, rng: random.Random, held: bool | None = None, today: dt.date | None = None
+) -> Branch | None:
     """``rule`` with a threshold on ``located``'s value of the rule's role, holding as ``held``
-    says (drawn when None); None when the record has no positive value of that role."""
+    says (drawn when None); None when the record has no positive value of that role. A day is
+    stated on the same side of ``today`` as the record's: "shifts starting after 17 February" about
+    next week's shifts, or "surveys that closed before 23 March" on 2 March, reads as nonsense."""
     if located is None:
         return None
     found = compared(located, rule)
@@ -88,6 +92,8 @@ def rule_branch(located: Located | None, rule: Rule, rng: random.Random, held: b
     if kind == "date":
         offset = rng.choice(OFFSETS)
         threshold = value + offset if (rule.op == "<") == held else value - offset
+        if today is not None and (value < today.toordinal()) != (threshold < today.toordinal()):
+            return None
     else:
         factor = rng.choice((0.5, 0.6, 0.75, 0.8)) if (rule.op == ">") == held else rng.choice((1.25, 1.5, 2.0))
         threshold = round_amount(value * factor) if kind == "amount" else _round_measure(value * factor)

@@ -799,4 +799,4 @@ class Workflows:
 
     def branch(self, flow: Flow, rule: Rule, rng: random.Random, held: bool | None = None) -> Branch | None:
         """The rule with a threshold on its source value (see :func:`taskgen.rules.branch`)."""
-        return rule_branch(self._source(flow, rule.source), rule, rng, held)
+        return rule_branch(self._source(flow, rule.source), rule, rng, held, self.today.date())

@@ -97,3 +97,14 @@ def test_an_amount_rule_states_the_amount_with_its_currency() -> None:
 def test_a_rule_on_a_person_is_refused() -> None:
     with pytest.raises(ValueError, match="amount's or a date's role"):
         _rule("trigger.customer")
+
+
+def test_a_date_threshold_is_stated_on_the_same_side_of_today_as_the_record_s_date() -> None:
+    rule = _rule("trigger.end", "<")
+    today = dt.date(2027, 3, 14)  # two days after the lease ends: most thresholds would be in the future
+    stated_days = []
+    for seed in range(40):
+        branch = rule_branch(LEASE, rule, random.Random(seed), today=today)
+        if branch is not None:
+            stated_days.append(dt.date.fromisoformat(str(recorded(branch))))
+    assert stated_days and all(day < today for day in stated_days)
