@@ -21,10 +21,10 @@ MIN_PATTERNS = 3
 """Patterns every service should join (issue: the library at the paper's scale)."""
 
 SHORT_OF_PATTERNS: frozenset[str] = frozenset({
-    "ad_campaigns", "cms", "financial_aid", "flights", "fx", "geocoding", "grants", "home_care", "loans",
+    "ad_campaigns", "cms", "financial_aid", "flights", "grants", "home_care", "loans",
     "localization", "news", "parcels", "patient_billing", "payments_gateway", "podcast_hosting",
     "restaurant_reservations", "shop", "stocks", "subscriptions", "translate", "tutoring",
-    "university_admissions", "warehouse", "waste_collection", "weather", "websearch"
+    "university_admissions", "warehouse", "waste_collection"
 })  # fmt: skip
 """Known debt: the services of the default hub that join fewer than :data:`MIN_PATTERNS` patterns
 today. Since joins check trigger states and roles and the roles a reaction links (2026-12-04), 17
@@ -52,6 +52,9 @@ def service_patterns(registry: Registry, patterns: Iterable[Pattern] | None = No
             if all(index.has_role(service, entity, role, kind) for role, kind in trigger_needs(pattern)):
                 joined[service].add(pattern.id)  # and its records carry what the reactions take from them
         for reaction in _reactions(pattern):
+            if reaction.lookup:  # a lookup joins where a read can answer it from its inputs
+                joined.update({e.service: joined[e.service] | {pattern.id} for e, _, _ in index.lookup_tools(reaction)})
+                continue
             for entry in index.writers(reaction):
                 # a write joins only if it can take the people and amounts the reaction carries
                 if set(reaction.links) <= index.link_roles(entry):

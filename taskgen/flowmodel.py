@@ -17,7 +17,7 @@ from hub.registry import ToolEntry
 from hub.world import World
 from servers.roles import ROLE_KEY
 from taskgen.graph import field_types
-from taskgen.pattern import MEASURES, Pattern, Reaction, Rule
+from taskgen.pattern import Pattern, Reaction, Rule, by_type
 from taskgen.walk import Carried, StepInfo, resolve_schema
 
 
@@ -38,10 +38,11 @@ class Located:
 
         A *measure* (:data:`MEASURES`: a quantity, a duration, a percentage, a rating) has no role:
         ``role`` names its semantic type, and only a record with exactly one such field has it
-        ("orders of more than 40 units" must say which number it means)."""
+        ("orders of more than 40 units" must say which number it means). So does a type no role
+        qualifies (``city``, ``currency_code``: a lookup's input)."""
         out = []
         index = _field_index(self.schema.get("properties", {}))
-        measure = role in MEASURES
+        measure = by_type(role)
         if measure and sum(1 for _, types in index.values() if types == {role}) != 1:
             return []
         for name, value in self.record.items():
@@ -85,6 +86,7 @@ class Done:
     service: str
     slots: dict[str, str] = field(default_factory=dict)
     tool: str = ""  # the write's qualified name (a skipped reaction's steps were in a discarded fork)
+    answer: tuple[str, Any] | None = None  # a lookup's answer: (output field, value), reported
 
 
 @dataclass

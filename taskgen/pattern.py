@@ -44,7 +44,14 @@ checks only what the instruction asks for:
 
 ``categories`` keeps a reaction to services of those categories, ``prefer`` names words the title of
 a ``{container}`` should have (a payment task goes to a finance project when there is one), and
-``choose`` the enum values to pick where a parameter offers them (notify by ``email``). A trigger
+``choose`` the enum values to pick where a parameter offers them (notify by ``email``). A
+**lookup** (``"op": ["lookup"]``) asks the outside world a question and has the answer reported:
+a read of op ``lookup`` (a simulated service: a website, a postal code, the weather, a rate) whose
+output has a top-level field of one of the ``answer`` semantic types, filled only from ``inputs``
+(parameter semantic type -> ``<step>.<role or type>``, or ``=VALUE`` for a value the ask states; a
+list fills that many parameters of the type, in schema order). A source that names a type, not a
+role (``trigger.city``), is the record's one field of that type. The ask says ``{key}``, the report
+key the answer is given under; the rubric checks the reported value. A trigger
 that is ``chainable`` may also be a record an earlier pattern of the same task made (in one of its
 states), so a task can chain patterns. ``follows`` (an earlier reaction's id) acts in that
 reaction's service, on the record it made (add a line to the invoice just opened). ``optional``
@@ -80,7 +87,16 @@ MEASURES = frozenset({"quantity", "duration_minutes", "duration_hours", "duratio
 (``trigger.quantity``), and only a record with exactly one field of that type has it."""
 RULE_ROLES = (frozenset(ROLES["money_amount"]) | frozenset(ROLES["date"])) - {"system", "birth"}
 """Roles a rule's source may name: an amount, or a date (due, start, end, event) compared by day."""
-SLOTS = frozenset({"anchor", "entity", "when", "minutes", "container", "threshold", "persona"})
+SLOTS = frozenset({"anchor", "entity", "when", "minutes", "container", "threshold", "persona", "key"})
+LOOKUP = "lookup"
+"""The op of a reaction that asks the outside world a question and reports the answer."""
+INPUT = r"^(=.+|[a-z][a-z0-9_]*\.[a-z_.]+(:[a-z_.]+)?)$"
+
+
+def by_type(role: str) -> bool:
+    """Whether a source's ``role`` names a semantic type instead (a measure, or a type no role
+    qualifies: ``city``, ``currency_code``): it is then a record's one field of that type."""
+    return role in MEASURES or role not in KNOWN_ROLES
 
 
 class Strict(BaseModel):
@@ -103,7 +119,11 @@ class Trigger(Strict):
 class Reaction(Strict):
     id: str = Field(pattern=ID)
     op: list[str] = Field(min_length=1)
-    entity: list[str] = Field(min_length=1)
+    entity: list[str] = Field(default_factory=list, description="Entity kinds written (empty for a lookup).")
+    answer: list[str] = Field(default_factory=list, description="A lookup's answer: semantic types, any of.")
+    inputs: dict[str, str | list[str]] = Field(
+        default_factory=dict, description="A lookup's parameters: semantic type -> source(s) or '=VALUE'."
+    )
     links: dict[str, str] = Field(
         default_factory=dict, description="Target role -> '<step>.<source role>[:<semantic type>]'; all must link."
     )
@@ -124,8 +144,25 @@ class Reaction(Strict):
     optional: bool = False
     ask: list[str] = Field(min_length=1)
 
+    @property
+    def lookup(self) -> bool:
+        return self.op == [LOOKUP]
+
+    def sources(self) -> list[str]:
+        """Every ``<step>.<role>`` the reaction takes a value from (links and a lookup's inputs)."""
+        found = list(self.links.values())
+        for value in self.inputs.values():
+            found.extend(v for v in ([value] if isinstance(value, str) else value) if not v.startswith("="))
+        return found
+
     @model_validator(mode="after")
     def _valid(self) -> Reaction:
+        if LOOKUP in self.op:
+            return self._valid_lookup()
+        if not self.entity:
+            raise ValueError(f"reaction {self.id!r}: names no entity kind")
+        if self.answer or self.inputs or "{key}" in "".join(self.ask):
+            raise ValueError(f"reaction {self.id!r}: answer, inputs and {{key}} are for lookups")
         unknown = [op for op in self.op if op not in WRITE_OPS]
         if unknown:
             raise ValueError(f"reaction {self.id!r}: {unknown} are not write ops ({', '.join(WRITE_OPS)})")
@@ -142,6 +179,20 @@ class Reaction(Strict):
             raise ValueError(f"reaction {self.id!r}: ask says {{when}} but 'when' is not set")
         if self.mention and not all(re.search(r"mention|about|regarding|refer|\{anchor\}", a) for a in self.ask):
             raise ValueError(f"reaction {self.id!r}: every ask must say what the text is about (it is checked)")
+        return self
+
+    def _valid_lookup(self) -> Reaction:
+        if self.op != [LOOKUP] or self.entity or self.links or self.within or self.to or self.follows:
+            raise ValueError(f"reaction {self.id!r}: a lookup has op ['lookup'], answer and inputs, and writes nothing")
+        if not self.answer or not self.inputs:
+            raise ValueError(f"reaction {self.id!r}: a lookup needs an answer type and its inputs")
+        for kind, value in self.inputs.items():
+            for source in [value] if isinstance(value, str) else value:
+                if not re.match(INPUT, source):
+                    raise ValueError(f"reaction {self.id!r}: input {kind!r} source {source!r} is not '<step>.<role>'")
+        bad = _slots(self.ask) - SLOTS
+        if bad or not all("{key}" in a for a in self.ask):
+            raise ValueError(f"reaction {self.id!r}: every ask of a lookup says {{key}} (unknown slots: {sorted(bad)})")
         return self
 
 
@@ -187,7 +238,7 @@ class Pattern(Strict):
             raise ValueError(f"pattern {self.id!r}: reaction ids repeat")
         seen = {"trigger"}
         for reaction in self.reactions:
-            for source in reaction.links.values():
+            for source in reaction.sources():
                 if source.split(".")[0] not in seen:
                     raise ValueError(f"pattern {self.id!r}: {reaction.id!r} links from {source!r}, not an earlier step")
             if reaction.follows and reaction.follows not in seen - {"trigger"}:

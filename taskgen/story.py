@@ -15,7 +15,7 @@ import random
 import re
 from typing import Any
 
-from hub.rubric import RUBRIC_VERSION, RecordCriterion, ReportCriterion, Rubric
+from hub.rubric import RUBRIC_VERSION, RecordCriterion, ReportCriterion, Rubric, normal_key
 from servers.roles import ROLE_KEY, SYSTEM
 from taskgen.compose import collateral_criterion, effect_criteria, report_key, system_fields
 from taskgen.flowmodel import Branch, Done, Flow, Stage
@@ -96,8 +96,9 @@ def compose_flow(flow: Flow, task_id: str, seed: int, rng: random.Random, distra
             origin.extend(step.index for _ in made)
     _refer_to_created([c for c in criteria if isinstance(c, RecordCriterion)], origin, steps)
     reports = _report(flow, rng)
+    answers = _answers(flow, {r[0] for r in reports})
     expected_report: dict[str, Any] = {}
-    for key, value, words, entity, about in reports:
+    for key, value, words, entity, about in [*reports, *answers]:
         expected_report[key] = value
         criteria.append(
             ReportCriterion(
@@ -230,6 +231,39 @@ def _report(flow: Flow, rng: random.Random) -> list[Report]:
     return [(report_key(done.record.entity, name), value, humanize(name), done.record.entity, "")]
 
 
+def _answers(flow: Flow, taken: set[str]) -> list[Report]:
+    """The answers of the task's lookups, each under its own key (numbered per record of a batch),
+    which the lookup's ask names (``done.slots["key"]``, "`postal_code_1` for 'A' and …")."""
+    looked = [d for d in flow.all_done if d.answer is not None]
+    out: list[Report] = []
+    for stage in flow.stages:
+        if stage.model is not None:
+            continue  # a batch's other records are reported with the first one's lookups
+        alike = [stage, *(s for s in flow.stages if s.model is stage)]
+        for done in stage.done:
+            if done.answer is None:
+                continue
+            field = done.answer[0]
+            key = normal_key(field)
+            shared = sum(1 for d in looked if d.answer is not None and d.answer[0] == field) > len(alike)
+            if shared or key in taken:
+                key = f"{normal_key(done.reaction.id)}_{key}"  # two lookups answering the same kind of field
+            twins = [next((d for d in s.done if d.reaction is done.reaction and d.answer), None) for s in alike]
+            if len(alike) == 1:
+                out.append((key, done.answer[1], humanize(field), "lookup", ""))
+                done.slots["key"] = f"`{key}`"
+                continue
+            told = []
+            for number, (twin, each) in enumerate(zip(twins, alike, strict=True), 1):
+                if twin is None or twin.answer is None:
+                    continue
+                out.append((f"{key}_{number}", twin.answer[1], humanize(field), "lookup", str(each.trigger.anchor)))
+                told.append(f"`{key}_{number}` for '{each.trigger.anchor}'")
+            done.slots["key"] = f"{', '.join(told[:-1])} and {told[-1]}" if len(told) > 1 else told[0]
+        taken |= {r[0] for r in out}
+    return out
+
+
 def _assigned_fields(flow: Flow, done: Done, given: set[str]) -> list[tuple[str, Any]]:
     """The fields of the record ``done`` made whose values the service decided."""
     record = done.record
@@ -274,6 +308,7 @@ def _ask(done: Done, stage: Stage, flow: Flow, rng: random.Random) -> str:
         "when": done.slots.get("when", ""),
         "threshold": "",
         "persona": "",
+        "key": done.slots.get("key", ""),
     }
     phrasings = done.reaction.ask
     if "container" not in done.slots:

@@ -14,7 +14,7 @@ from servers.roles import ROLE_KEY
 from servers.types import SEMANTIC_KEY
 from taskgen.flowmodel import own_role, record_schema
 from taskgen.graph import field_types, param_types
-from taskgen.pattern import MEASURES, Pattern, Reaction
+from taskgen.pattern import LOOKUP, Pattern, Reaction, by_type
 from taskgen.walk import resolve_schema
 
 
@@ -29,6 +29,7 @@ class ToolIndex:
         self.field_roles: dict[tuple[str, str], dict[str, str]] = {}  # (service, entity) -> field -> role
         self.field_kinds: dict[tuple[str, str], dict[str, frozenset[str]]] = {}  # ... -> field -> semantic types
         self.states: dict[tuple[str, str], set[str]] = {}  # (service, entity) -> enum values of its records
+        self.lookups = [e for e in registry.tools.values() if e.meta is not None and e.meta.op == LOOKUP]
         for entry in registry.tools.values():
             meta = entry.meta
             if meta is None or not meta.entity:
@@ -61,6 +62,21 @@ class ToolIndex:
         if reaction.categories:
             found = [e for e in found if self.services[e.service].category in reaction.categories]
         return found
+
+    def lookup_tools(self, reaction: Reaction) -> list[tuple[ToolEntry, dict[str, str], str]]:
+        """(tool, parameter -> input source, answer field) of every lookup that can answer
+        ``reaction``: each input fills a parameter of its type, every required parameter is filled,
+        and the answer is a top-level field of one of the reaction's ``answer`` types (not an echo
+        of a parameter)."""
+        out = []
+        for entry in self.lookups:
+            if reaction.categories and self.services[entry.service].category not in reaction.categories:
+                continue
+            plan = _lookup_plan(entry, reaction)
+            field = _answer_field(entry, reaction.answer, set(plan or ()))
+            if plan is not None and field is not None:
+                out.append((entry, plan, field))
+        return out
 
     def core_first(self, service: str) -> tuple[bool, str]:
         """Sort key preferring the hand-written core applications (the systems of record), then by name."""
@@ -95,9 +111,9 @@ class ToolIndex:
 
     def has_role(self, service: str, entity: str, role: str, kind: str = "") -> bool:
         """Whether records of ``entity`` in ``service`` have a field of ``role`` (of semantic type
-        ``kind`` when given), or exactly one field of the measure ``role`` names."""
+        ``kind`` when given), or exactly one field of the measure or type ``role`` names."""
         types = self.field_kinds.get((service, entity), {})
-        if role in MEASURES:
+        if by_type(role):
             return sum(1 for t in types.values() if t == {role}) == 1
         fields = [f for f, r in self.field_roles.get((service, entity), {}).items() if r == role]
         return any(not kind or kind in types.get(f, ()) for f in fields)
@@ -105,7 +121,7 @@ class ToolIndex:
 
 def trigger_needs(pattern: Pattern) -> set[tuple[str, str]]:
     """(role, semantic type or "") of every value the pattern takes from the trigger."""
-    sources = [src for r in pattern.reactions for src in r.links.values()]
+    sources = [src for r in pattern.reactions for src in r.sources()]
     sources += [
         src for rule in pattern.rules for src in [rule.source, *(rule.instead.links.values() if rule.instead else [])]
     ]
@@ -118,3 +134,34 @@ def trigger_needs(pattern: Pattern) -> set[tuple[str, str]]:
                 role, kind = role.split(">", 1)[0], ""
             out.add((role, kind))
     return out
+
+
+def _lookup_plan(entry: ToolEntry, reaction: Reaction) -> dict[str, str] | None:
+    """Parameter -> input source: each of a type's sources fills the next parameter of that type
+    (required ones first, in schema order); None when an input has no parameter left or a required
+    parameter none."""
+    kinds = param_types(entry)
+    required = entry.input_schema.get("required", [])
+    order = [*required, *(n for n in kinds if n not in required)]
+    plan: dict[str, str] = {}
+    for kind, value in reaction.inputs.items():
+        free = [n for n in order if kinds.get(n) == kind and n not in plan]
+        sources = [value] if isinstance(value, str) else value
+        if len(free) < len(sources):
+            return None
+        plan.update(zip(free, sources, strict=False))
+    return plan if set(required) <= set(plan) else None
+
+
+def _answer_field(entry: ToolEntry, answer: list[str], echoed: set[str]) -> str | None:
+    """The output's top-level scalar field of the first ``answer`` type it has (None if none)."""
+    data = ((entry.output_schema or {}).get("properties") or {}).get("data") or {}
+    props = resolve_schema(dict(data), (entry.output_schema or {}).get("$defs", {})).get("properties", {})
+    for kind in answer:
+        for name, prop in props.items():
+            plain = resolve_schema(dict(prop), {})
+            if name in echoed or plain.get("type") in ("array", "object"):
+                continue
+            if field_types(prop) == {kind}:
+                return str(name)
+    return None

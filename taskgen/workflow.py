@@ -29,7 +29,7 @@ from taskgen.flowmodel import Branch, Done, Flow, Located, record_schema
 from taskgen.graph import field_types, param_types
 from taskgen.pattern import Reaction, Rule
 from taskgen.rules import rule_branch
-from taskgen.task import resolve
+from taskgen.task import leaves, resolve
 from taskgen.tolerance import alternatives
 from taskgen.toolindex import ToolIndex, trigger_needs
 from taskgen.walk import (
@@ -252,6 +252,8 @@ class Workflows:
 
     def react(self, flow: Flow, reaction: Reaction, rng: random.Random, used: set[str]) -> Done | None:
         """Carry out ``reaction`` in some service (None when no service can)."""
+        if reaction.lookup:
+            return self.look_up(flow, reaction, rng, used)
         candidates = self.index.writers(reaction)
         follows = next((d for d in flow.done if d.reaction.id == reaction.follows), None)
         twin = self.twin(flow, reaction)
@@ -272,6 +274,53 @@ class Workflows:
             done = self._attempt(flow, reaction, entry, rng)
             if done is not None:
                 return done
+        return None
+
+    def look_up(self, flow: Flow, reaction: Reaction, rng: random.Random, used: set[str]) -> Done | None:
+        """Ask the question of a lookup reaction in some service: one read, whose answer is reported.
+
+        The answer must be something the agent can only learn by asking (not a value it was given)
+        and must not depend on anything the instruction leaves open: the lookup is filled from its
+        inputs alone, and the world model draws an answer from the question's required arguments."""
+        twin = self.twin(flow, reaction)
+        options = [
+            o
+            for o in self.index.lookup_tools(reaction)
+            if o[0].service not in flow.unmounted
+            and (twin.tool == o[0].qualified if twin is not None else o[0].service not in used)
+        ]
+        rng.shuffle(options)
+        for entry, plan, field in options[:6]:
+            kinds = param_types(entry)
+            args: dict[str, Any] = {}
+            carried: dict[str, Carried] = {}
+            given: dict[str, Any] = {}
+            for name, source in plan.items():
+                if source.startswith("="):
+                    args[name] = given[name] = source[1:]  # a value the ask states
+                    continue
+                link = self._carry(flow, source, kinds.get(name, ""))
+                if link is None:
+                    break
+                args[name], carried[name] = {"$ref": link.ref}, link
+            else:
+                mark = len(flow.steps)
+                step = self._call(flow, entry, args, carried, given)
+                if step is None:
+                    continue
+                data = step.envelope.get("data")
+                value = data.get(field) if isinstance(data, dict) else None
+                asked = {repr(v) for v in leaves(step.resolved)} | {repr(v) for v in flow.given}
+                if (
+                    isinstance(value, bool)
+                    or not isinstance(value, str | int | float)
+                    or value == ""
+                    or (repr(value) in asked)
+                ):
+                    del flow.steps[mark:]
+                    continue
+                flow.given.extend(given.values())
+                return Done(reaction, [step.index], None, entry.service, {}, entry.qualified, answer=(field, value))
         return None
 
     @staticmethod
@@ -382,7 +431,11 @@ class Workflows:
     def _linked(self, flow: Flow, reaction: Reaction, role: str | None, kind: str) -> Carried | None:
         if role is None or role not in reaction.links:
             return None
-        source, _, wanted = reaction.links[role].partition(":")
+        return self._carry(flow, reaction.links[role], kind)
+
+    def _carry(self, flow: Flow, link: str, kind: str) -> Carried | None:
+        """The value ``link`` (``<step>.<role>[:<type>]``) names, of type ``kind``, as carried."""
+        source, _, wanted = link.partition(":")
         if wanted and wanted != kind:
             return None
         located = self._source(flow, source)

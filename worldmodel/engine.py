@@ -198,7 +198,7 @@ class Simulator:
             context = [records[str(key_value)]]
         else:
             context = []
-        args_key = canonical_json(arguments)
+        args_key = canonical_json(_question(tool, arguments) if effect.op == "none" else arguments)
         salt = state.seq if effect.op == "create" else ""
         request = GenerateRequest(
             self.spec,
@@ -265,6 +265,15 @@ class Simulator:
         state.collections = {**state.collections, name: records}
         state.tick()
         return output
+
+
+def _question(tool: SimTool, arguments: dict[str, Any]) -> dict[str, Any]:
+    """What a lookup's answer is drawn from: its required arguments, text compared as a person
+    would (case and surrounding spaces aside). The same question gets the same answer however it
+    is asked: an agent that adds an optional country to "the weather in Lyon", or writes "lyon",
+    is told what the task's author was told (a reported answer is checked against it)."""
+    required = set(tool.input_schema.get("required", [])) or set(arguments)  # (a listing's filters are its question)
+    return {k: v.strip().casefold() if isinstance(v, str) else v for k, v in arguments.items() if k in required}
 
 
 def _fits(schema: dict[str, Any], value: Any) -> bool:

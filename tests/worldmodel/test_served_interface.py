@@ -7,7 +7,9 @@ first, ids threaded) with the hash of every answer and of the final states, worl
 specs in the catalog format reproduce both exactly, with one deliberate addition: the fields of
 stored records name their business role (``x-role``), as every catalog record field of an
 ambiguous type must (spec lint). A deliberate change of a served schema or of the rules backend
-changes the fixture with it.
+changes the fixture with it: the script's hash was re-pinned on 2026-12-05, when a lookup's answer
+came to be drawn from its question (the required arguments, text case-folded) so that the same
+question gets the same answer however it is asked.
 """
 
 from __future__ import annotations
