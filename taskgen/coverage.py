@@ -21,13 +21,14 @@ MIN_PATTERNS = 3
 """Patterns every service should join (issue: the library at the paper's scale)."""
 
 SHORT_OF_PATTERNS: frozenset[str] = frozenset({
-    "flights", "news", "parcels", "stocks", "translate"
+    "flights", "news", "parcels", "stocks", "translate", "websearch"
 })  # fmt: skip
 """Known debt: the services of the default hub that join fewer than :data:`MIN_PATTERNS` patterns
-today: five simulated services whose questions no trigger record can ask (a ticker, a flight number,
-an article, a parcel's weight; websearch, geocoding, weather and fx join by the lookups of
-``workflows/lookups.json``). translate's language detection was tried and dropped: the world model
-drew "he" for plainly English text, so an honest agent reported "en" and failed.
+today: six simulated services whose questions no trigger record can ask (a ticker, a flight number,
+an article, a parcel's weight) or can ask only of records that already hold the answer (a
+partner's website); geocoding, weather and fx join by the lookups of ``workflows/lookups.json``.
+translate's language detection was tried and dropped: the world model drew "he" for plainly
+English text, so an honest agent reported "en" and failed.
 (Since joins check trigger states and roles and the roles a reaction links (2026-12-04), 17 more
 services joined three patterns only on paper; the patterns of ``workflows/short17.json`` bring each
 of them to three.) A test checks this set is exact, both ways: a

@@ -282,6 +282,11 @@ class Workflows:
         The answer must be something the agent can only learn by asking (not a value it was given)
         and must not depend on anything the instruction leaves open: the lookup is filled from its
         inputs alone, and the world model draws an answer from the question's required arguments."""
+        trigger = flow.trigger.schema.get("properties", {})
+        if any(set(field_types(prop)) & set(reaction.answer) for prop in trigger.values()):
+            # the record already holds such a value (an affiliate's website): asked for it, an agent
+            # rightly reads it there, and the world's answer to the question is another thing
+            return None
         twin = self.twin(flow, reaction)
         options = [
             o
