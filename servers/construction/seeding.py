@@ -129,12 +129,23 @@ class Slots:
     def person(self, slot: str, pool: str = "person") -> Person:
         if slot not in self.people:
             people = {"employee": self.world.employees, "contact": self.world.contacts}.get(pool, self.world.people)
-            self.people[slot] = self.rng.choice(people)
+            # Two slots of one record are two people (an employee is not their own manager): a draw
+            # of a taken one is drawn again, so records without a clash keep their seeded values.
+            taken = {p.id for p in self.people.values()}
+            person = self.rng.choice(people)
+            while person.id in taken and len(taken) < len(people):
+                person = self.rng.choice(people)
+            self.people[slot] = person
         return self.people[slot]
 
     def company(self, slot: str) -> Company:
         if slot not in self.companies:
-            self.companies[slot] = self.rng.choice([c for c in self.world.companies if c.relation != "self"])
+            outside = [c for c in self.world.companies if c.relation != "self"]
+            taken = {c.id for c in self.companies.values()}
+            company = self.rng.choice(outside)
+            while company.id in taken and len(taken) < len(outside):
+                company = self.rng.choice(outside)
+            self.companies[slot] = company
         return self.companies[slot]
 
     def product(self, slot: str) -> Product:
