@@ -10,7 +10,8 @@ from __future__ import annotations
 import datetime as dt
 import random
 import re
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from servers.construction.vocabulary import SHARED
 from servers.population import Company, Person, Population, Product
@@ -117,6 +118,19 @@ def field_seed(spec: ServiceSpec, field: FieldSpec) -> str:
                         _seed_bounds(spec, field.type))  # fmt: skip
 
 
+Drawn = TypeVar("Drawn", Person, Company)
+
+
+def draw_distinct(rng: random.Random, pool: Sequence[Drawn], taken: set[str]) -> Drawn:
+    """One of ``pool`` whose id is not ``taken`` (while the pool has others): two slots of one record
+    are two people (an employee is not their own manager). A clash is drawn again rather than left
+    out of the pool, so records without one keep their seeded values."""
+    drawn = rng.choice(pool)
+    while drawn.id in taken and len(taken) < len(pool):
+        drawn = rng.choice(pool)
+    return drawn
+
+
 class Slots:
     """The people, companies and products one seeded record draws, by slot name."""
 
@@ -129,23 +143,13 @@ class Slots:
     def person(self, slot: str, pool: str = "person") -> Person:
         if slot not in self.people:
             people = {"employee": self.world.employees, "contact": self.world.contacts}.get(pool, self.world.people)
-            # Two slots of one record are two people (an employee is not their own manager): a draw
-            # of a taken one is drawn again, so records without a clash keep their seeded values.
-            taken = {p.id for p in self.people.values()}
-            person = self.rng.choice(people)
-            while person.id in taken and len(taken) < len(people):
-                person = self.rng.choice(people)
-            self.people[slot] = person
+            self.people[slot] = draw_distinct(self.rng, people, {p.id for p in self.people.values()})
         return self.people[slot]
 
     def company(self, slot: str) -> Company:
         if slot not in self.companies:
             outside = [c for c in self.world.companies if c.relation != "self"]
-            taken = {c.id for c in self.companies.values()}
-            company = self.rng.choice(outside)
-            while company.id in taken and len(taken) < len(outside):
-                company = self.rng.choice(outside)
-            self.companies[slot] = company
+            self.companies[slot] = draw_distinct(self.rng, outside, {c.id for c in self.companies.values()})
         return self.companies[slot]
 
     def product(self, slot: str) -> Product:
