@@ -94,8 +94,6 @@ def list_services(
 ) -> None:
     """List every service (hand-written, spec-run, contributed, simulated) with its category, source, the
     product it is modelled on, tool counts and the workflow patterns it can join."""
-    from rich.table import Table
-
     from servers.registry import summaries
 
     rows = summaries()
@@ -110,6 +108,8 @@ def list_services(
     if as_json:
         print(json.dumps(rows, indent=2))
         return
+    from rich.table import Table  # a tenth of a second: only the table needs it
+
     counts = ("tools", "read", "write", "patterns")
     table = Table(title="CompoWorld services")
     for column in ("service", "category", "source", "modelled on", *counts):

@@ -20,6 +20,7 @@ import pkgutil
 from collections.abc import Iterable
 from functools import lru_cache
 from importlib.metadata import entry_points
+from pathlib import Path
 from typing import Any
 
 from servers import engine, schema_cache
@@ -62,16 +63,17 @@ def all_services() -> dict[str, Service[Any]]:
         found[candidate.name] = candidate
         origins[candidate.name] = origin
 
-    for package in PACKAGES:
-        for module_name in _modules(package):
-            module = importlib.import_module(module_name)
-            if hasattr(module, "service"):
-                add(module.service, module_name)
-    for name in engine.spec_names():
-        if name not in found:  # a contrib package of the same name replaces the spec-run service
-            add(engine.load(name), f"servers/catalog/{name}.json")
-    for entry in entry_points(group=ENTRY_POINT_GROUP):
-        add(entry.load(), f"entry point {entry.name!r} ({entry.value})")
+    with schema_cache.long_lived():  # built once per process (the lru_cache), kept to its end
+        for package in PACKAGES:
+            for module_name in _modules(package):
+                module = importlib.import_module(module_name)
+                if hasattr(module, "service"):
+                    add(module.service, module_name)
+        for name in engine.spec_names():
+            if name not in found:  # a contrib package of the same name replaces the spec-run service
+                add(engine.load(name), f"servers/catalog/{name}.json")
+        for entry in entry_points(group=ENTRY_POINT_GROUP):
+            add(entry.load(), f"entry point {entry.name!r} ({entry.value})")
     return dict(sorted(found.items()))
 
 
@@ -90,22 +92,35 @@ def summary(service: Service[Any]) -> dict[str, Any]:
     }
 
 
-def _spec_summary(name: str) -> dict[str, Any]:
-    """A catalog spec's row, read from the spec alone (no service is built), remembered on disk
-    per version of the file (a listing of hundreds of specs then reads one cache file)."""
-    path = engine.spec_path(name)
+def spec_summary(path: Path, source: str = "spec") -> dict[str, Any]:
+    """A spec file's row (``source``: ``spec`` for the catalog, ``simulated`` for the world model's),
+    read from the spec alone (no service is built) and remembered in the listing cache per version
+    of the file (a listing of hundreds of specs then reads one small cache file)."""
     info = path.stat()
 
     def make() -> tuple[dict[str, Any]]:
         spec = load_spec(path)
         kinds = [t.kind for t in spec.tools]
-        return ({"name": spec.name, "category": spec.category, "source": "spec", "version": spec.version,
+        return ({"name": spec.name, "category": spec.category, "source": source, "version": spec.version,
                  "tools": len(kinds), "read": kinds.count("read"), "write": kinds.count("write"),
                  "description": spec.description, "modelled_on": spec.modelled_on},)  # fmt: skip
 
-    cache = schema_cache.shared()
-    key = f"spec-summary:{path}:{info.st_mtime_ns}:{info.st_size}"
+    cache = schema_cache.listing()
+    key = f"spec-summary:{source}:{path}:{info.st_mtime_ns}:{info.st_size}"
     return dict((cache.get_or_make(key, make) if cache is not None else make())[0])
+
+
+def _python_summary(name: str) -> dict[str, Any] | None:
+    """A hand-written or contrib service's row; remembered in the listing cache, whose file is per
+    version of the ``servers`` code (these services' code included), so it is imported only once."""
+
+    def make() -> tuple[dict[str, Any] | None]:
+        service = _python_service(name)
+        return (None if service is None else summary(service),)
+
+    cache = schema_cache.listing()
+    found = (cache.get_or_make(f"python-summary:{name}", make) if cache is not None else make())[0]
+    return None if found is None else dict(found)
 
 
 def names() -> list[str]:
@@ -117,9 +132,8 @@ def names() -> list[str]:
 def summaries() -> list[dict[str, Any]]:
     """``services list`` rows of every registered service, sorted by name; catalog specs are
     summarised from their files without being built (the Python services are imported)."""
-    python = [n for n in python_names()]
-    rows = {n: summary(s) for n, s in load_services(python).items()}
-    rows |= {n: _spec_summary(n) for n in engine.spec_names() if n not in rows}
+    rows = {n: row for n in python_names() if (row := _python_summary(n)) is not None}
+    rows |= {n: spec_summary(engine.spec_path(n)) for n in engine.spec_names() if n not in rows}
     for entry in entry_points(group=ENTRY_POINT_GROUP):
         if entry.name not in rows:
             service = entry.load()

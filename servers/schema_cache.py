@@ -17,6 +17,7 @@ do in memory. ``COMPOWORLD_CACHE_DIR`` moves it (default ``~/.cache/compoworld``
 from __future__ import annotations
 
 import atexit
+import gc
 import hashlib
 import json
 import marshal
@@ -24,7 +25,9 @@ import os
 import sys
 import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +62,8 @@ class SchemaCache:
 
     def _read(self) -> dict[str, Any]:
         try:
-            table, names = marshal.loads(self.path.read_bytes())
+            with long_lived():
+                table, names = marshal.loads(self.path.read_bytes())
             return {name: tuple(table[i] for i in index) for name, index in names.items()}
         except (OSError, EOFError, ValueError, TypeError, KeyError, IndexError):
             return {}  # no file yet, or an unreadable one: rebuilt from what processes generate
@@ -110,20 +114,54 @@ class SchemaCache:
             pass  # a read-only home: the cache is an optimisation, never a requirement
 
 
-_CACHE: SchemaCache | None = None
-_DISABLED = False
+@contextmanager
+def long_lived() -> Iterator[None]:
+    """Build what lives as long as the process (the schema table, the registered services) with
+    the cyclic garbage collector paused, then move it out of the collector's sight.
+
+    Start-up allocates millions of objects that are never garbage; each full collection during it
+    walks all of them again (about half the time it took to build the default hub at 453
+    services). ``gc.freeze`` after the build keeps later collections from walking them too. Use
+    it only for things built once per process: frozen objects are never collected.
+    """
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if paused:
+            gc.enable()
+            gc.freeze()
+
+
+_CACHES: dict[str, SchemaCache] = {}
+
+
+def _opened(kind: str) -> SchemaCache | None:
+    if os.environ.get("COMPOWORLD_NO_SCHEMA_CACHE"):
+        return None
+    cache = _CACHES.get(kind)
+    if cache is None:
+        cache = _CACHES[kind] = SchemaCache(cache_dir() / f"{kind}-{_code_key()}.marshal")
+        atexit.register(cache.save)
+    return cache
 
 
 def shared() -> SchemaCache | None:
     """The process's cache (None when turned off), loaded on first use and saved at exit."""
-    global _CACHE, _DISABLED
-    if _CACHE is None and not _DISABLED:
-        if os.environ.get("COMPOWORLD_NO_SCHEMA_CACHE"):
-            _DISABLED = True
-            return None
-        _CACHE = SchemaCache(cache_dir() / f"schemas-{code_key()}.marshal")
-        atexit.register(_CACHE.save)
-    return _CACHE
+    return _opened("schemas")
+
+
+def listing() -> SchemaCache | None:
+    """A second, small cache for what ``compoworld services list`` shows (each service's row, the
+    patterns it joins), kept apart so that a listing reads kilobytes instead of the schema table
+    (megabytes at 450 services: a quarter of a second to load). Same key, same switch."""
+    return _opened("listing")
+
+
+@lru_cache(maxsize=1)
+def _code_key() -> str:
+    return code_key()
 
 
 def covered(filename: str | None) -> bool:

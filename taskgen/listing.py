@@ -5,7 +5,7 @@
 (``training.cli.ALSO_IMPORT``). The ids are :func:`taskgen.coverage.service_patterns` over the
 default hub (:func:`taskgen.generate.default_hub`, simulated services included).
 
-Building that hub costs a listing about 0.4 s more, so the answer is kept in the disk cache of
+Building that hub costs a listing about 0.4 s more, so the answer is kept in the listing cache of
 :mod:`servers.schema_cache` (whose file is already per version of the ``servers`` code, hand-written
 services included) under a key made from the size and modification time of every other file the
 answer is read from: the pattern files, the catalog and simulated specs, the code of ``hub``,
@@ -67,7 +67,7 @@ def library_patterns() -> dict[str, list[str]]:
 
     from servers import schema_cache
 
-    cache = schema_cache.shared()
+    cache = schema_cache.listing()
     key = f"service-patterns:{inputs_key()}"
     found = cache.get_or_make(key, make) if cache is not None else make()
     return {name: list(ids) for name, ids in found[0].items()}

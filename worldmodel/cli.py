@@ -42,25 +42,12 @@ class TransportOpt(StrEnum):
 
 
 def _simulated_rows() -> list[dict[str, Any]]:
-    """``compoworld services list`` rows for the world model's services (its specs and routed ones)."""
-    from servers.construction.spec import load_catalog
-    from worldmodel.fromspec import routed_specs
+    """``compoworld services list`` rows for the world model's services (its specs and routed ones),
+    each read from its file once per version of the file (``servers.registry.spec_summary``)."""
+    from servers.registry import spec_summary
+    from worldmodel.fromspec import routed_paths
 
-    specs: list[Any] = [*load_catalog(SPECS_DIR), *routed_specs()]
-    return [
-        {
-            "name": s.name,
-            "category": s.category,
-            "source": "simulated",
-            "version": s.version,
-            "tools": len(s.tools),
-            "read": sum(t.kind == "read" for t in s.tools),
-            "write": sum(t.kind == "write" for t in s.tools),
-            "description": s.description,
-            "modelled_on": s.modelled_on,
-        }
-        for s in specs
-    ]
+    return [spec_summary(p, "simulated") for p in [*sorted(SPECS_DIR.glob("*.json")), *routed_paths()]]
 
 
 services_cli.EXTRA_ROWS.append(_simulated_rows)

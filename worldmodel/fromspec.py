@@ -162,11 +162,16 @@ def _compile_simulated(spec: ServiceSpec) -> SimSpec:
     )
 
 
+def routed_paths(directory: str | Path = CATALOG_DIR) -> list[Path]:
+    """The files of catalog specs with no verified native service mounted (a spec is named like
+    its file, so none is parsed to tell)."""
+    native = set(registered_names())
+    return [p for p in sorted(Path(directory).glob("*.json")) if p.stem not in native]
+
+
 def routed_specs(directory: str | Path = CATALOG_DIR) -> list[ServiceSpec]:
     """Catalog specs with no verified native service mounted: the world model serves them."""
-    native = set(registered_names())
-    # A spec is named like its file: only the files of services not mounted natively are parsed.
-    return [load_spec(p) for p in sorted(Path(directory).glob("*.json")) if p.stem not in native]
+    return [load_spec(p) for p in routed_paths(directory)]
 
 
 def routed_services(backend: Backend | None = None, directory: str | Path = CATALOG_DIR) -> list[Service[SimState]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import subprocess
@@ -82,3 +83,14 @@ def test_a_save_keeps_what_another_process_saved_meanwhile(tmp_path: Path) -> No
     second.save()
     merged = schema_cache.SchemaCache(path)
     assert merged.get("tool:a") == ({"a": 1},) and merged.get("tool:b") == ({"b": 2},)
+
+
+def test_long_lived_pauses_the_collector_and_freezes_what_was_built() -> None:
+    frozen = gc.get_freeze_count()
+    with schema_cache.long_lived():
+        with schema_cache.long_lived():
+            assert not gc.isenabled()
+        assert not gc.isenabled()  # an inner use leaves the collector to the outer one
+        kept = [[n] for n in range(1000)]
+    assert gc.isenabled()
+    assert gc.get_freeze_count() >= frozen + len(kept)

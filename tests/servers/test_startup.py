@@ -135,6 +135,20 @@ def test_help_imports_no_service_and_nothing_heavy(tmp_path: Path) -> None:
         assert name not in modules, name
 
 
+@pytest.mark.slow
+def test_a_warm_listing_builds_no_service(tmp_path: Path) -> None:
+    # The first listing fills the listing cache; the next reads every row and pattern from it.
+    first, _ = run_probe(tmp_path, "services", "list", "--json")
+    assert first.returncode == 0, first.stderr
+    result, modules = run_probe(tmp_path, "services", "list", "--json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == json.loads(first.stdout)
+    assert service_modules(modules) == set()
+    # Neither a hub nor the table printer (--json).
+    for name in ("hub.core", "rich.table"):
+        assert name not in modules, name
+
+
 def test_a_group_imports_only_its_package_cli(tmp_path: Path) -> None:
     result, modules = run_probe(tmp_path, "services", "--help")
     assert result.returncode == 0, result.stderr
