@@ -26,6 +26,8 @@ CHAIN_RATE = 0.85
 """Chance to go on with another pattern when a stage made a record one starts from."""
 MAX_STAGES = 3
 BATCH_RATE = 0.95
+SPLIT_RATE = 0.85
+"""Chance that a batch's next record is one its house rule goes the other way for (when any is)."""
 THIRD_RATE = 0.4
 """Chance that a batch of two takes a third record."""
 """Chance that a second seeded record in the same situation is handled the same way ("the same
@@ -170,13 +172,27 @@ def _repeat(workflows: Workflows, flow: Flow, rng: random.Random) -> bool:
     ]
     if not options:
         return False
-    record = rng.choice(options)
+    record = rng.choice(_splitting(flow, first, options, rng))
     record.entity = first.trigger.entity
     if not _staged(workflows, flow, Stage(first.pattern, record, model=first), rng):
         return False
     flow.references.append({"service": record.service, "value": str(record.anchor), "qualifier": None})
     flow.given.append(record.anchor)
     return True
+
+
+def _splitting(flow: Flow, first: Stage, options: list[Located], rng: random.Random) -> list[Located]:
+    """The records a batch should take its next from: usually (:data:`SPLIT_RATE`) those the house
+    rule goes the other way for, while it has gone one way for every record so far. A rule that
+    holds for one record of a batch and not another asks the agent to judge each record; one that
+    holds for all ("all three are over the limit") is a real batch too, so it stays possible."""
+    if first.branch is None or rng.random() >= SPLIT_RATE:
+        return options
+    so_far = {s.branch.held for s in flow.stages if (s is first or s.model is first) and s.branch is not None}
+    if len(so_far) != 1:
+        return options
+    other = [r for r in options if (b := repeat_branch(r, first.branch)) is not None and b.held not in so_far]
+    return other or options
 
 
 def _staged(workflows: Workflows, flow: Flow, stage: Stage, rng: random.Random) -> bool:

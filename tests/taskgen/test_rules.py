@@ -8,9 +8,12 @@ from typing import Any
 
 import pytest
 
+from hub.core import Hub
 from servers.roles import ROLE_KEY
 from servers.types import SEMANTIC_KEY
+from taskgen import instantiate
 from taskgen.flowmodel import Located
+from taskgen.generate import generate
 from taskgen.pattern import Rule
 from taskgen.rules import compared, recorded, repeat_branch, rule_branch, stated
 
@@ -108,3 +111,15 @@ def test_a_date_threshold_is_stated_on_the_same_side_of_today_as_the_record_s_da
         if branch is not None:
             stated_days.append(dt.date.fromisoformat(str(recorded(branch))))
     assert stated_days and all(day < today for day in stated_days)
+
+
+@pytest.mark.slow
+def test_a_batch_usually_splits_on_its_house_rule(hub: Hub, monkeypatch: pytest.MonkeyPatch) -> None:
+    def split_share() -> float:
+        tasks = generate(60, seed=23, hub=hub, source="patterns").tasks
+        batches = [t.meta["rules"] for t in tasks if len(t.meta.get("rules") or []) > 1]
+        return sum(len({r["held"] for r in rules}) > 1 for rules in batches) / len(batches)
+
+    preferred = split_share()
+    monkeypatch.setattr(instantiate, "SPLIT_RATE", 0.0)  # records drawn regardless of the rule
+    assert preferred > split_share()
