@@ -127,6 +127,30 @@ def _seed_problems(spec: BaseServiceSpec, entity_name: str, name: str, field: Fi
         missing = [p for p in re.findall(r"\{([a-z_][a-z0-9_]*)\}", arg) if p not in spec.entities[entity_name].fields]
         if missing:
             return [f"{where}: text template names unknown fields {missing}"]
+    if kind == "from":
+        return _copy_problems(spec, entity_name, field, where)
+    return []
+
+
+def _copy_problems(spec: BaseServiceSpec, entity_name: str, field: FieldSpec, where: str) -> list[str]:
+    """A ``from:<ref>.<field>`` seed names a reference of its own record and a field of the record
+    it points at, of the same type; it may be empty only if the field may be."""
+    assert field.seed is not None
+    fields = spec.entities[entity_name].fields
+    ref_name, _, attr = field.seed.partition(":")[2].partition(".")
+    ref = fields.get(ref_name)
+    if ref is None or not ref.type.startswith("ref:") or ref.list or (ref.seed or "ref") != "ref":
+        return [
+            f"{where}: seed {field.seed!r} must name a drawn reference field of {entity_name!r} (from:<ref>.<field>)"
+        ]
+    parent = spec.entities.get(ref.type[4:])
+    source = parent.fields.get(attr) if parent is not None else None
+    if source is None:
+        return [f"{where}: seed {field.seed!r}: {ref.type[4:]!r} has no field {attr!r}"]
+    if (source.type, source.list) != (field.type, field.list):
+        return [f"{where}: seed {field.seed!r} copies a {source.type!r} into a {field.type!r} field"]
+    if (ref.optional or source.optional) and not field.optional:
+        return [f"{where}: seed {field.seed!r} may copy nothing (an empty reference or field) into a required field"]
     return []
 
 

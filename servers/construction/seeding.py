@@ -7,10 +7,11 @@ payroll employee). :func:`default_seed` is the seed a field gets when its spec g
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 import random
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from servers.construction.vocabulary import SHARED
@@ -116,6 +117,26 @@ def field_seed(spec: ServiceSpec, field: FieldSpec) -> str:
     _, semantic, _ = spec.field_type(field.type)
     return default_seed(semantic, spec.python_type(field.type), spec.enum_of(field.type),
                         _seed_bounds(spec, field.type))  # fmt: skip
+
+
+def seed_order(fields: Mapping[str, FieldSpec]) -> list[str]:
+    """The order a record's fields are drawn in: drawn values first, then values copied from the
+    record a reference points at (``from:``, once the reference is drawn), then text templates
+    (which may name any of them)."""
+    later = ("from", "text")
+
+    def rank(name: str) -> int:
+        kind = (fields[name].seed or "").partition(":")[0]
+        return later.index(kind) + 1 if kind in later else 0
+
+    return sorted(fields, key=rank)  # stable: the fields' own order within each rank
+
+
+def copied(table: Mapping[str, Any], ref: str | None, attr: str) -> Any:
+    """A ``from:<ref>.<attr>`` seed: ``attr`` of the record ``ref`` points at in ``table`` (None
+    when the reference is empty), so a child record agrees with its parent (a refund's rider is
+    the pass holder, a goal's client email is the client's)."""
+    return None if ref is None else copy.deepcopy(getattr(table[ref], attr))
 
 
 Drawn = TypeVar("Drawn", Person, Company)

@@ -70,8 +70,10 @@ currency, category) — fields naming the same slot get the same person / compan
 ``choice`` (from the type's enum) or ``choice:a|b|c``, ``int:lo..hi``, ``number:lo..hi``,
 ``past:lo..hi`` / ``future:lo..hi`` (days from now), ``pattern:PO-####`` (``#`` digit, ``?``
 capital letter), ``text:<template>`` (``{field}`` is another field of the record, ``{pick:a|b}`` a
-choice), ``bool:<share true>``, ``const:<json>``, ``ref`` and ``none``. Without ``seed`` a default
-follows from the semantic type (see ``servers.construction.seeding.default_seed``).
+choice), ``bool:<share true>``, ``const:<json>``, ``ref``, ``none`` and ``from:<ref>.<field>`` (the
+value of ``field`` on the record the reference field ``ref`` points at: a refund's rider is its
+pass's holder, a goal's client email its client's; same type, optional if the reference is).
+Without ``seed`` a default follows from the semantic type (see ``servers.construction.seeding.default_seed``).
 
 **Simulated services** (``"simulated": true``; the world model's own, ``worldmodel/specs/``) have
 no offline implementation: the world model serves every tool, keeping what writes store

@@ -34,7 +34,7 @@ RESERVED = frozenset(
 )  # fmt: skip
 SEED_KINDS = (
     "person", "employee", "contact", "company", "product", "choice", "int", "number", "past", "future",
-    "pattern", "text", "bool", "const", "ref", "none",
+    "pattern", "text", "bool", "const", "ref", "none", "from",
 )  # fmt: skip
 PERSON_ATTRS = ("name", "first_name", "email", "phone", "title", "department", "company", "city", "username")
 COMPANY_ATTRS = ("name", "domain", "url", "address", "city", "country", "currency", "phone", "industry")

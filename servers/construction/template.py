@@ -21,7 +21,7 @@ import textwrap
 from pathlib import Path
 
 from servers.construction.naming import Names, lit, wrap_doc
-from servers.construction.seeding import field_seed
+from servers.construction.seeding import field_seed, seed_order
 from servers.construction.spec import (
     AUTO_FIELDS,
     SYSTEM_FIELDS,
@@ -123,6 +123,10 @@ def seed_expression(spec: ServiceSpec, entity_name: str, name: str, field: Field
     """Python expression drawing one seeded value of a field (``values`` holds earlier fields)."""
     python = spec.python_type(field.type)
     kind, _, arg = field_seed(spec, field).partition(":")
+    if kind == "from":
+        ref, attr = arg.split(".")
+        parent = spec.entities[spec.entities[entity_name].fields[ref].type[4:]].plural
+        return f"copied(state.{parent}, values[{ref!r}], {attr!r})"
     if kind in ("person", "employee", "contact"):
         slot, attr = arg.split(".")
         expr = f"person_attr(slots.person({slot!r}, {kind!r}), {attr!r})"
@@ -186,15 +190,14 @@ def _seed_function(spec: ServiceSpec, names: Names) -> str:
 def _seed_entity(spec: ServiceSpec, names: Names, entity_name: str, entity: EntitySpec) -> str:
     cls = names.cls[entity_name]
     unique = [n for n, f in entity.fields.items() if f.unique]
-    first = [(n, f) for n, f in entity.fields.items() if not (f.seed or "").startswith("text:")]
-    later = [(n, f) for n, f in entity.fields.items() if (f.seed or "").startswith("text:")]
+    ordered = [(n, entity.fields[n]) for n in seed_order(entity.fields)]
     body = [
         f"def _seed_{entity.plural}(rng: random.Random, world: Population, state: {names.state}) -> None:",
         "    def draw() -> dict[str, Any]:",
         "        slots = Slots(rng, world)",
         "        values: dict[str, Any] = {}",
     ]
-    draws = [f"        values[{n!r}] = {seed_expression(spec, entity_name, n, f)}" for n, f in first + later]
+    draws = [f"        values[{n!r}] = {seed_expression(spec, entity_name, n, f)}" for n, f in ordered]
     if not any("slots." in line for line in draws):
         body.remove("        slots = Slots(rng, world)")
     body += draws
@@ -250,7 +253,7 @@ def _models(spec: ServiceSpec, names: Names, source: str) -> str:
         "from pydantic import Field",
         "",
         "from servers.construction.seeding import (",
-        "    Slots, company_attr, days_from, number, pattern, person_attr, product_attr, stamps, text,",
+        "    Slots, company_attr, copied, days_from, number, pattern, person_attr, product_attr, stamps, text,",
         ")",
         "from servers.framework import Record, Service, ServiceState",
         "from servers.population import Population",

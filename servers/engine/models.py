@@ -30,12 +30,14 @@ from servers.construction.naming import Names
 from servers.construction.seeding import (
     Slots,
     company_attr,
+    copied,
     days_from,
     field_seed,
     number,
     pattern,
     person_attr,
     product_attr,
+    seed_order,
     stamps,
     text,
 )
@@ -198,11 +200,16 @@ def _short(value: float) -> float:
     return float(f"{value:g}")
 
 
-def seed_draw(spec: ServiceSpec, field: FieldSpec) -> Draw:
-    """The function drawing one seeded value of ``field`` (``values``: the record's earlier fields)."""
+def seed_draw(spec: ServiceSpec, field: FieldSpec, fields: dict[str, FieldSpec] | None = None) -> Draw:
+    """The function drawing one seeded value of ``field`` (``values``: the record's earlier fields;
+    ``fields``: the record's fields, which a ``from:`` seed names its reference among)."""
     python = spec.python_type(field.type)
     kind, _, arg = field_seed(spec, field).partition(":")
     draw: Draw
+    if kind == "from":  # copied whole from the referenced record: no list or null draw of its own
+        ref, attr = arg.split(".")
+        parent = spec.entities[(fields or {})[ref].type[4:]].plural
+        return lambda rng, world, slots, values, state: copied(getattr(state, parent), values[ref], attr)
     if kind in ("person", "employee", "contact"):
         slot, attr = arg.split(".")
         draw = lambda rng, world, slots, values, state: person_attr(slots.person(slot, kind), attr)  # noqa: E731
@@ -269,9 +276,7 @@ def seed_function(models: Models) -> Callable[[random.Random, Population], Servi
     spec = models.spec
     plans = []
     for entity_name, entity in spec.entities.items():
-        ordered = [n for n, f in entity.fields.items() if not (f.seed or "").startswith("text:")]
-        ordered += [n for n, f in entity.fields.items() if (f.seed or "").startswith("text:")]
-        draws = [(n, seed_draw(spec, entity.fields[n])) for n in ordered]
+        draws = [(n, seed_draw(spec, entity.fields[n], entity.fields)) for n in seed_order(entity.fields)]
         unique = tuple(n for n, f in entity.fields.items() if f.unique)
         plans.append((entity_name, entity, draws, unique))
 
