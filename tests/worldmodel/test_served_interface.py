@@ -14,8 +14,9 @@ services gained what the lookups of ``taskgen/workflows/lookups2.json`` ask (par
 carrier's number, news a company's coverage, stocks finds a company's ticker where it searched
 symbols and types its price, translate types its translation, flights takes flight numbers as ground
 handling records them, the date of a status optional): their tools were re-dumped, the script's
-symbol searches became ticker look-ups and its flight numbers the stricter form, and it calls the
-new tools.
+symbol searches became ticker look-ups, its flight numbers and tickers the stricter forms (tickers
+of 3 to 5 letters and gates of a letter and 2 or 3 digits, so that no reported answer is a letter or
+two that any instruction holds), and it calls the new tools.
 """
 
 from __future__ import annotations
