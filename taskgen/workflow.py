@@ -288,11 +288,14 @@ class Workflows:
             # rightly reads it there, and the world's answer to the question is another thing
             return None
         twin = self.twin(flow, reaction)
+        # a lookup asking about an earlier lookup's answer asks the same service again (its quote
+        # for the ticker it found), although that service was used in this stage
+        chained = {d.service for d in flow.done if d.answer is not None and d.reaction.id in _heads(reaction)}
         options = [
             o
             for o in self.index.lookup_tools(reaction)
             if o[0].service not in flow.unmounted
-            and (twin.tool == o[0].qualified if twin is not None else o[0].service not in used)
+            and (twin.tool == o[0].qualified if twin is not None else o[0].service not in used - chained)
         ]
         rng.shuffle(options)
         for entry, plan, field in options[:6]:
@@ -427,7 +430,20 @@ class Workflows:
         head = source.split(".", 1)[0]
         if head == "trigger":
             return flow.trigger
-        return next((d.record for d in flow.done if d.reaction.id == head), None)
+        done = next((d for d in flow.done if d.reaction.id == head), None)
+        if done is None:
+            return None
+        if done.record is None and done.answer is not None:
+            # an earlier lookup's answer (the ticker found for a company, then quoted): what it
+            # returned, read like a record, so a later lookup can ask about it
+            step = flow.steps[done.steps[-1]]
+            data = step.envelope.get("data")
+            return (
+                Located(step.index, "data", data, record_schema(step.entry), "lookup", done.service)
+                if isinstance(data, dict)
+                else None
+            )
+        return done.record
 
     def param_role(self, entry: ToolEntry, name: str) -> str | None:
         """A parameter's role (see :meth:`taskgen.toolindex.ToolIndex.param_role`)."""
@@ -858,3 +874,8 @@ class Workflows:
     def branch(self, flow: Flow, rule: Rule, rng: random.Random, held: bool | None = None) -> Branch | None:
         """The rule with a threshold on its source value (see :func:`taskgen.rules.branch`)."""
         return rule_branch(self._source(flow, rule.source), rule, rng, held, self.today.date())
+
+
+def _heads(reaction: Reaction) -> set[str]:
+    """The steps a reaction takes values from (``trigger`` and earlier reaction ids)."""
+    return {source.split(".", 1)[0] for source in reaction.sources()}

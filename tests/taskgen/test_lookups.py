@@ -107,3 +107,33 @@ def test_the_oracle_earns_the_reward_and_a_guess_does_not(hub: Hub, looked_up: t
         assert run.world.score(task.rubric, report=guessed).score < 1.0
     finally:
         run.world.close()
+
+
+def test_a_lookup_can_ask_about_an_earlier_lookup_s_answer(hub: Hub) -> None:
+    # the ticker found for the customer's company is then quoted: a second question to the same
+    # service, carried from the first one's answer, both reported
+    workflows = Workflows(hub, walker_for(hub, 0))
+    pattern = next(p for p in load_patterns() if p.id == "prospect_deal_share_price")
+    for index in range(20):
+        try:
+            flow = instantiate(workflows, pattern, random.Random(f"chain:{index}"), rule=False, chain=False)
+        except WalkError:
+            continue
+        try:
+            if any(s.model is not None for s in flow.stages):
+                continue
+            ticker, price = (
+                next(d for d in flow.all_done if d.reaction.id == key) for key in ("ticker", "share_price")
+            )
+            assert ticker.service == price.service == "stocks" and ticker.answer and price.answer
+            quote = flow.steps[price.steps[0]]
+            assert quote.entry.qualified == "stocks__get_quote"
+            assert quote.carried["ticker"].step == ticker.steps[0]  # the ticker comes from the first answer
+            assert quote.resolved["ticker"] == ticker.answer[1]
+            task = compose_flow(flow, "chain", 0, random.Random(index), [])
+            reported = {c.value for c in task.rubric.criteria if isinstance(c, ReportCriterion)}
+            assert {ticker.answer[1], price.answer[1]} <= reported
+            return
+        finally:
+            flow.close()
+    pytest.fail("the chained lookup pattern made no task")

@@ -9,7 +9,14 @@ stored records name their business role (``x-role``), as every catalog record fi
 ambiguous type must (spec lint). A deliberate change of a served schema or of the rules backend
 changes the fixture with it: the script's hash was re-pinned on 2026-12-05, when a lookup's answer
 came to be drawn from its question (the required arguments, text case-folded) so that the same
-question gets the same answer however it is asked.
+question gets the same answer however it is asked; and again later that day, when five of the
+services gained what the lookups of ``taskgen/workflows/lookups2.json`` ask (parcels tracks any
+carrier's number, news a company's coverage, stocks finds a company's ticker where it searched
+symbols and types its price, translate types its translation, flights takes flight numbers as ground
+handling records them, the date of a status optional): their tools were re-dumped, the script's
+symbol searches became ticker look-ups, its flight numbers and tickers the stricter forms (tickers
+of 3 to 5 letters and gates of a letter and 2 or 3 digits, so that no reported answer is a letter or
+two that any instruction holds), and it calls the new tools.
 """
 
 from __future__ import annotations
