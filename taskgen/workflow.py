@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import datetime as dt
 import random
+import re
 from typing import Any
 
 from hub.core import Hub
@@ -749,7 +750,7 @@ class Workflows:
         slots: dict[str, str],
     ) -> Carried | None:
         """A seeded record the instruction names by its title (``{container}``), or the only one;
-        one whose title has a word of the reaction's ``prefer`` when there is one."""
+        one whose title has the reaction's most preferred word of those any title has."""
         for listing in self.listings.get((service, entity), []):
             args = self._page_args(listing)
             # the container's listing read for the first record serves the second one too: a
@@ -768,8 +769,7 @@ class Workflows:
                 named = [r for r in named if r.anchor == pinned]  # filed under the same container
             else:
                 named = [r for r in named if str(r.anchor) not in flow.refused]
-            fitting = [r for r in named if any(w.casefold() in str(r.anchor).casefold() for w in reaction.prefer)]
-            named = fitting or named
+            named = _preferred(named, reaction.prefer) or named
             if len(records) == 1 or named:
                 hit = records[0] if len(records) == 1 else rng.choice(named)
                 if len(records) > 1:
@@ -879,3 +879,15 @@ class Workflows:
 def _heads(reaction: Reaction) -> set[str]:
     """The steps a reaction takes values from (``trigger`` and earlier reaction ids)."""
     return {source.split(".", 1)[0] for source in reaction.sources()}
+
+
+def _preferred(records: list[Located], prefer: list[str]) -> list[Located]:
+    """The records whose title holds the first word of ``prefer`` (as a whole word) that any title
+    holds: a finance task goes to 'Finance requests' before 'Operations requests', and "it" does
+    not pick 'Security audit'. Empty when no title holds any."""
+    for word in prefer:
+        pattern = re.compile(rf"\b{re.escape(word)}\b", re.IGNORECASE)
+        fitting = [r for r in records if pattern.search(str(r.anchor))]
+        if fitting:
+            return fitting
+    return []

@@ -155,6 +155,18 @@ PROJECTS = (  # key, name, department, task template, archived
     ("PLAT", "Platform migration", "Engineering", "migration", False),
     ("SEC", "Security audit", "Legal", "audit", False),
 )
+DESKS = (  # key, name, department, task template: each team's standing project for day-to-day requests
+    ("OPSQ", "Operations requests", "Operations", "requests"),
+    ("FINOPS", "Finance requests", "Finance", "finops"),
+    ("CS", "Support follow-ups", "Support", "support"),
+    ("LEGAL", "Legal and compliance", "Legal", "legal"),
+    ("PEOPLE", "People team requests", "People", "people"),
+    ("ENG", "Engineering backlog", "Engineering", "backlog"),
+    ("SALES", "Sales requests", "Sales", "sales"),
+    ("MKT", "Marketing requests", "Marketing", "marketing"),
+)
+"""Where a team files what belongs to no initiative: a unit turnover or a chargeback follow-up filed
+in "Office move 2026" reads as nonsense to the agent asked to do it (honest attempts reported it)."""
 TASKS = {
     "move": ("Book movers", "Book movers (second quote)", "Order desks", "Plan seating", "Cancel old lease"),
     "vendors": ("List current vendors", "Compare vendor quotes", "Negotiate contracts", "Terminate duplicates"),
@@ -165,6 +177,14 @@ TASKS = {
     "migration": ("Inventory services", "Migrate database", "Switch DNS", "Decommission old cluster"),
     "audit": ("Collect policies", "Review access logs", "Fix audit findings", "Sign off report"),
     "rollout": ("Send kickoff deck", "Agree rollout plan", "Train customer admins", "Go live"),
+    "requests": ("Restock the supply room", "Renew parking permits", "Service the printers", "Update the floor plan"),
+    "finops": ("Chase unapplied payments", "Review card spend", "Update the vendor master", "Check the bank feeds"),
+    "support": ("Triage the weekend queue", "Update canned replies", "Review CSAT comments", "Clean up stale tickets"),
+    "legal": ("Review NDA template", "Renew trademark filings", "Update privacy notice", "File annual report"),
+    "people": ("Refresh the handbook", "Plan benefits fair", "Collect timesheet fixes", "Update org chart"),
+    "backlog": ("Fix flaky tests", "Upgrade dependencies", "Rotate API keys", "Tidy the dashboards"),
+    "sales": ("Clean up the pipeline", "Update price book", "Review territory split", "Refresh battle cards"),
+    "marketing": ("Refresh the brand kit", "Plan the webinar", "Update case studies", "Audit the email lists"),
 }
 
 
@@ -180,7 +200,8 @@ def seed(rng: random.Random, world: Population) -> TrackerState:
     customers = [c for c in world.companies if c.relation == "customer"][:3]
     rollouts = [(f"RO{'ABC'[i]}", f"Rollout: {c.name}", "Sales", "rollout", i == 2) for i, c in enumerate(customers)]
 
-    for key, name, dept, template, archived in list(PROJECTS) + rollouts:
+    desks = [(key, name, dept, template, False) for key, name, dept, template in DESKS]
+    for key, name, dept, template, archived in list(PROJECTS) + rollouts + desks:
         created = now - dt.timedelta(days=rng.randint(200, 400) if archived else rng.randint(10, 120))
         project = Project(
             id=state.new_id("prj"), key=key, name=name, description=f"{name}, run by {dept}.",

@@ -511,3 +511,22 @@ def test_a_rule_s_alternative_is_mounted_in_an_application_that_rivals_no_write_
         finally:
             flow.close()
     assert checked >= 2
+
+
+def test_a_task_is_filed_in_the_project_its_team_keeps(hub: Hub, workflows: Workflows) -> None:
+    # a finance follow-up goes to the finance team's standing project, not to whichever initiative
+    # the tracker lists ("Office move 2026"), and "it" does not pick 'Security audit'
+    native = hub.registry.services["tracker"].native
+    assert native is not None
+    tracker = {p.name for p in native.seed_state(0).projects.values()}
+    patterns = [p for p in load_patterns() if any("project" in r.within and r.prefer[:1] == ["finance"]
+                                                  for r in p.reactions)]  # fmt: skip
+    filed: list[str] = []
+    for index, pattern in enumerate(patterns[:60]):
+        flow = _try(workflows, pattern, index, rule=False)
+        if flow is not None:
+            task = _task(flow, hub, f"desk:{index}")
+            filed += [n for n in re.findall(r"the project '([^']+)'", task.instruction) if n in tracker]
+        if len(filed) >= 5:
+            break
+    assert len(filed) >= 3 and set(filed) == {"Finance requests"}, filed
