@@ -881,11 +881,16 @@ def _heads(reaction: Reaction) -> set[str]:
     return {source.split(".", 1)[0] for source in reaction.sources()}
 
 
+FALLBACK_PREFER = ("operations",)
+"""Words tried after a reaction's own ``prefer``: a task no team's project fits goes to the general
+intake ('Operations requests'), not to whichever initiative ('Rollout: Pittman-Hall' for a return)."""
+
+
 def _preferred(records: list[Located], prefer: list[str]) -> list[Located]:
-    """The records whose title holds the first word of ``prefer`` (as a whole word) that any title
-    holds: a finance task goes to 'Finance requests' before 'Operations requests', and "it" does
-    not pick 'Security audit'. Empty when no title holds any."""
-    for word in prefer:
+    """The records whose title holds the first word of ``prefer`` (as a whole word), then of
+    :data:`FALLBACK_PREFER`, that any title holds: a finance task goes to 'Finance requests' before
+    'Operations requests', and "it" does not pick 'Security audit'. Empty when no title holds any."""
+    for word in [*prefer, *FALLBACK_PREFER]:
         pattern = re.compile(rf"\b{re.escape(word)}\b", re.IGNORECASE)
         fitting = [r for r in records if pattern.search(str(r.anchor))]
         if fitting:
