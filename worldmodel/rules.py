@@ -20,7 +20,7 @@ import re._constants as sre_constants
 import re._parser as sre_parse
 import string
 import zlib
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 from servers.population import Population
@@ -415,6 +415,9 @@ def _settle_records(
     _settle_currency(value, props, {**arguments, **around}, given)
     _settle_words(value, props, arguments)
     _settle_pairs(value)
+    _settle_quote(value, props, given)
+    _settle_bar(value)
+    _settle_translation(value, arguments)
     inner = {**around, **{k: v for k, v in value.items() if not isinstance(v, dict | list)}}
     for key, item in value.items():
         _settle_records(item, props.get(key, {}), arguments, inner, world)
@@ -507,6 +510,58 @@ def _settle_pairs(record: dict[str, Any]) -> None:
             a, b = record.get(key), record.get(partner)
             if small in key and partner in record and _numeric(a) and _numeric(b) and a > b:  # type: ignore[operator]
                 record[key], record[partner] = b, a
+
+
+def _settle_quote(record: dict[str, Any], props: dict[str, Any], given: set[str]) -> None:
+    """A quote's figures follow from its price and a plausible daily move (within 10%, and within
+    the change's bounds): the previous close is the price before the move, the change their
+    difference, the session's range holds the price, the open and the previous close (an honest
+    agent found a price ten times the day's high, and a change and a percentage of opposite signs)."""
+    drawn_price, drawn_percent = record.get("price"), record.get("change_percent")
+    if not (_numeric(drawn_price) and _numeric(drawn_percent)) or "change_percent" in given:
+        return
+    price, percent = float(cast(float, drawn_price)), float(cast(float, drawn_percent))
+    if price <= 0:
+        return
+    percent = percent / 10 if abs(percent) > 10 else percent
+    change = price * percent / (100 + percent)
+    bounds = props.get("change", {})
+    low_bound, high_bound = bounds.get("minimum", -math.inf), bounds.get("maximum", math.inf)
+    change = min(max(change, float(low_bound)), float(high_bound))
+    previous = round(price - change, 2)
+    if previous <= 0:
+        return
+    record["change_percent"] = round((price - previous) / previous * 100, 2)
+    high, low = round(max(price, previous) * 1.01, 2), round(min(price, previous) * 0.99, 2)
+    figures = {"previous_close": previous, "change": round(price - previous, 2), "open": previous,
+               "day_high": high, "day_low": low}  # fmt: skip
+    for key, figure in figures.items():
+        if key in record and key not in given and _numeric(record[key]):
+            record[key] = figure
+
+
+def _settle_bar(record: dict[str, Any]) -> None:
+    """A price bar's high is at least its open and close, its low at most."""
+    values = [record.get(k) for k in ("open", "high", "low", "close")]
+    if all(_numeric(v) for v in values):
+        opened, high, low, close = (float(v) for v in values)  # type: ignore[arg-type]
+        record["high"], record["low"] = max(high, opened, close), min(low, opened, close)
+
+
+def _settle_translation(record: dict[str, Any], arguments: dict[str, Any]) -> None:
+    """A translation bills its text's length, applies no more glossary terms than it has words, and
+    untagged text is English (every seeded text is). The translated text itself stays drawn: an
+    offline rendering of the input ("[de] Sign up …") would let a policy write the lookup's answer
+    without calling the tool, so the reward for the lookup could be collected without doing it."""
+    text = arguments.get("text")
+    if "translated_text" not in record or not isinstance(text, str):
+        return
+    if "source_language" in record and not arguments.get("source_language"):
+        record["source_language"] = "en"
+    if _numeric(record.get("characters_billed")):
+        record["characters_billed"] = len(text)
+    if _numeric(record.get("glossary_terms_applied")):
+        record["glossary_terms_applied"] = min(record["glossary_terms_applied"], len(text.split()))
 
 
 def _numeric(value: Any) -> bool:
