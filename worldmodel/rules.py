@@ -411,6 +411,7 @@ def _settle_records(
         return
     props = schema.get("properties", {})
     given = {k for k, v in value.items() if k in arguments and arguments[k] == v}
+    _settle_listing(value, props, given, world)
     _settle_web(value, props, around, given, world)
     _settle_currency(value, props, {**arguments, **around}, given)
     _settle_words(value, props, arguments)
@@ -480,6 +481,50 @@ def _settle_web(
             if people:
                 local = ".".join(re.sub(r"[^a-z]+", "", w) for w in record[people[0]].lower().split()[:2]) or local
             record[key] = f"{local}@{domain}"
+
+
+EXCHANGE_CURRENCY = {"NASDAQ": "USD", "NYSE": "USD", "LSE": "GBP", "XETRA": "EUR", "EURONEXT": "EUR", "SIX": "CHF",
+                     "TSX": "CAD", "TSE": "JPY", "HKEX": "HKD", "ASX": "AUD"}  # fmt: skip
+
+
+COUNTRY_EXCHANGES = {"US": ("NASDAQ", "NYSE"), "GB": ("LSE",), "DE": ("XETRA",), "FR": ("EURONEXT",),
+                     "NL": ("EURONEXT",), "CH": ("SIX",), "CA": ("TSX",), "JP": ("TSE",), "HK": ("HKEX",),
+                     "AU": ("ASX",)}  # fmt: skip
+"""Where a company of a country lists (a US company trades on NASDAQ or NYSE, not HKEX)."""
+
+
+def listed_ticker(company: str) -> str:
+    """The ticker a company of the world is listed under: four letters from a hash of its name, the
+    same whichever tool is asked (and not derivable from the name by reading it)."""
+    digest = zlib.crc32(company.casefold().encode())
+    return "".join(string.ascii_uppercase[(digest >> (5 * i)) % 26] for i in range(4))
+
+
+def _settle_listing(record: dict[str, Any], props: dict[str, Any], given: set[str], world: Population) -> None:
+    """One listing per company: a ticker found for a company is the one its quote and profile name,
+    with the same exchange and currency (an honest agent got three companies for one ticker)."""
+    tickers = [k for k, p in props.items() if str(p.get(SEMANTIC_KEY, "")).endswith(".ticker")]
+    companies = [k for k in _fields(props, "company_name") if isinstance(record.get(k), str)]
+    if len(tickers) != 1 or not companies or not isinstance(record.get(tickers[0]), str):
+        return
+    ticker, company = tickers[0], companies[0]
+    if company in given and ticker not in given:
+        record[ticker] = listed_ticker(record[company])
+    elif ticker in given and company not in given:
+        named = next((c.name for c in world.companies if listed_ticker(c.name) == record[ticker]), None)
+        if named is None:
+            return  # a ticker of no company of the world: its drawn name stands
+        record[company] = named
+    elif company not in given:
+        return
+    exchanges = props.get("exchange", {}).get("enum") or []
+    country = next((c.country for c in world.companies if c.name.casefold() == record[company].casefold()), None)
+    home = [e for e in exchanges if e in COUNTRY_EXCHANGES.get(str(country), ())] or exchanges
+    if "exchange" in record and "exchange" not in given and home:
+        record["exchange"] = home[zlib.crc32(record[company].casefold().encode()) % len(home)]
+    currency = EXCHANGE_CURRENCY.get(str(record.get("exchange")))
+    if currency and "currency" in record and "currency" not in given:
+        record["currency"] = currency
 
 
 def _settle_currency(record: dict[str, Any], props: dict[str, Any], scope: dict[str, Any], given: set[str]) -> None:

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from servers.population import Population
 from worldmodel.catalog import simulated_services
 
 SERVICES = {s.name: s for s in simulated_services(routed=False)}
@@ -37,3 +38,16 @@ def test_an_offline_translation_bills_its_text_and_cannot_be_written_without_the
     assert text not in done["translated_text"]  # the answer a lookup reports is not derivable from its question
     given = _call("translate", "translate_text", {"text": text, "target_language": "es", "source_language": "fr"})
     assert given["source_language"] == "fr"
+
+
+def test_a_ticker_found_for_a_company_is_the_one_its_quote_and_profile_name() -> None:
+    world = Population.generate(0)
+    for company in world.companies[:6]:
+        found = _call("stocks", "find_ticker", {"company_name": company.name})
+        quote = _call("stocks", "get_quote", {"ticker": found["ticker"]})
+        profile = _call("stocks", "get_company_profile", {"ticker": found["ticker"]})
+        assert quote["company_name"] == profile["company_name"] == company.name
+        assert quote["exchange"] == profile["exchange"] == found["exchange"]
+        assert quote["currency"] == found["currency"]
+        if company.country == "US":
+            assert (found["exchange"], found["currency"]) in {("NASDAQ", "USD"), ("NYSE", "USD")}

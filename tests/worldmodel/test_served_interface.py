@@ -18,8 +18,9 @@ symbol searches became ticker look-ups, its flight numbers and tickers the stric
 of 3 to 5 letters and gates of a letter and 2 or 3 digits, so that no reported answer is a letter or
 two that any instruction holds), and it calls the new tools; and once more when the rules backend
 made a quote's figures follow from its price (a daily move within 10%, the day's range holding the
-price) and a translation bill its text's length (its answer still drawn, so that no policy can
-write it without calling the tool).
+price), a translation bill its text's length (its answer still drawn, so that no policy can
+write it without calling the tool) and a ticker name one company with one exchange and currency
+whichever tool is asked.
 """
 
 from __future__ import annotations
