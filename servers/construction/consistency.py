@@ -99,6 +99,11 @@ def type_problems(spec: BaseServiceSpec, type_name: str, where: str) -> list[str
 
 def _seed_problems(spec: BaseServiceSpec, entity_name: str, name: str, field: FieldSpec) -> list[str]:
     where = f"entity {entity_name!r} field {name!r}"
+    if field.seed_by_state:
+        plain = field.model_copy(update={"seed_by_state": None})
+        return _seed_problems(spec, entity_name, name, plain) + _by_state_problems(
+            spec, entity_name, name, field, where
+        )
     if field.seed is None:
         return []
     kind, _, arg = field.seed.partition(":")
@@ -130,6 +135,26 @@ def _seed_problems(spec: BaseServiceSpec, entity_name: str, name: str, field: Fi
     if kind == "from":
         return _copy_problems(spec, entity_name, field, where)
     return []
+
+
+def _by_state_problems(spec: BaseServiceSpec, entity_name: str, name: str, field: FieldSpec, where: str) -> list[str]:
+    """``seed_by_state`` names states of the record's lifecycle (not the lifecycle field itself), each
+    with a valid seed, and no text template of the record names the field (it is drawn last)."""
+    entity = spec.entities[entity_name]
+    if entity.lifecycle is None or entity.lifecycle.field == name:
+        return [f"{where}: seed_by_state needs a lifecycle of {entity_name!r} and may not seed its state field"]
+    assert field.seed_by_state is not None
+    lifecycle = entity.lifecycle
+    states = {lifecycle.initial, *lifecycle.transitions, *(t for ts in lifecycle.transitions.values() for t in ts)}
+    problems = [f"{where}: seed_by_state names {value!r}, no state of {entity_name!r}"
+                for value in field.seed_by_state if value not in states]  # fmt: skip
+    for value, seed in field.seed_by_state.items():
+        alternative = field.model_copy(update={"seed": seed, "seed_by_state": None})
+        problems += [f"{p} (state {value!r})" for p in _seed_problems(spec, entity_name, name, alternative)]
+    problems += [f"{where}: text seed of {other!r} names a field seeded by state"
+                 for other, f in entity.fields.items()
+                 if (f.seed or "").startswith("text:") and "{" + name + "}" in (f.seed or "")]  # fmt: skip
+    return problems
 
 
 def _copy_problems(spec: BaseServiceSpec, entity_name: str, field: FieldSpec, where: str) -> list[str]:

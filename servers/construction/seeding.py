@@ -122,10 +122,12 @@ def field_seed(spec: ServiceSpec, field: FieldSpec) -> str:
 def seed_order(fields: Mapping[str, FieldSpec]) -> list[str]:
     """The order a record's fields are drawn in: drawn values first, then values copied from the
     record a reference points at (``from:``, once the reference is drawn), then text templates
-    (which may name any of them)."""
+    (which may name any of them), then fields seeded by the record's lifecycle state."""
     later = ("from", "text")
 
     def rank(name: str) -> int:
+        if fields[name].seed_by_state:
+            return len(later) + 1  # last: the state is drawn, and any seed of a state may name any field
         kind = (fields[name].seed or "").partition(":")[0]
         return later.index(kind) + 1 if kind in later else 0
 

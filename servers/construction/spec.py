@@ -74,6 +74,9 @@ choice), ``bool:<share true>``, ``const:<json>``, ``ref``, ``none`` and ``from:<
 value of ``field`` on the record the reference field ``ref`` points at: a refund's rider is its
 pass's holder, a goal's client email its client's; same type, optional if the reference is).
 Without ``seed`` a default follows from the semantic type (see ``servers.construction.seeding.default_seed``).
+``seed_by_state`` (``{"<state>": "<seed>"}``) seeds a field by its record's lifecycle state instead (a
+passed run's error rate is low, a draft has no approver: ``"seed": "none", "seed_by_state":
+{"released": "employee:o.email"}``); such a field is drawn last and no text template may name it.
 
 **Simulated services** (``"simulated": true``; the world model's own, ``worldmodel/specs/``) have
 no offline implementation: the world model serves every tool, keeping what writes store

@@ -93,6 +93,11 @@ class FieldSpec(Bounds):
     seed_null: float = Field(
         default=0.2, ge=0, le=1, description="Share of seeded records where an optional field is null."
     )
+    seed_by_state: dict[str, str] | None = Field(
+        default=None,
+        description="Seeds by the record's lifecycle state (state -> seed), used instead of `seed` in those "
+        "states: a passed run's error rate is low, a draft has no approver.",
+    )
 
 
 class Lifecycle(Strict):

@@ -121,6 +121,14 @@ def _record(spec: ServiceSpec, names: Names, entity_name: str, entity: EntitySpe
 
 def seed_expression(spec: ServiceSpec, entity_name: str, name: str, field: FieldSpec) -> str:
     """Python expression drawing one seeded value of a field (``values`` holds earlier fields)."""
+    lifecycle = spec.entities[entity_name].lifecycle
+    if field.seed_by_state and lifecycle is not None:
+        expr = seed_expression(spec, entity_name, name, field.model_copy(update={"seed_by_state": None}))
+        for value, seed in reversed(list(field.seed_by_state.items())):
+            alternative = field.model_copy(update={"seed": seed, "seed_by_state": None})
+            drawn = seed_expression(spec, entity_name, name, alternative)
+            expr = f"({drawn}) if values[{lifecycle.field!r}] == {value!r} else ({expr})"
+        return expr
     python = spec.python_type(field.type)
     kind, _, arg = field_seed(spec, field).partition(":")
     if kind == "from":

@@ -41,7 +41,7 @@ from servers.construction.seeding import (
     stamps,
     text,
 )
-from servers.construction.spec import AUTO_FIELDS, SYSTEM_FIELDS, FieldSpec, ServiceSpec
+from servers.construction.spec import AUTO_FIELDS, SYSTEM_FIELDS, EntitySpec, FieldSpec, ServiceSpec
 from servers.construction.vocabulary import SHARED
 from servers.framework import Record, ServiceState
 from servers.population import Population
@@ -271,12 +271,28 @@ def seed_draw(spec: ServiceSpec, field: FieldSpec, fields: dict[str, FieldSpec] 
     return one
 
 
+def _field_draw(spec: ServiceSpec, entity: EntitySpec, field: FieldSpec) -> Draw:
+    """A field's draw; a field seeded by state draws with its state's seed (``seed_by_state``), the
+    record's lifecycle state being drawn before it."""
+    if not field.seed_by_state or entity.lifecycle is None:
+        return seed_draw(spec, field, entity.fields)
+    status = entity.lifecycle.field
+    plain = seed_draw(spec, field.model_copy(update={"seed_by_state": None}), entity.fields)
+    by_state = {
+        value: seed_draw(spec, field.model_copy(update={"seed": seed, "seed_by_state": None}), entity.fields)
+        for value, seed in field.seed_by_state.items()
+    }
+    return lambda rng, world, slots, values, state: by_state.get(values[status], plain)(
+        rng, world, slots, values, state
+    )
+
+
 def seed_function(models: Models) -> Callable[[random.Random, Population], ServiceState]:
     """The service's seed: ``(rng, population) -> state``."""
     spec = models.spec
     plans = []
     for entity_name, entity in spec.entities.items():
-        draws = [(n, seed_draw(spec, entity.fields[n], entity.fields)) for n in seed_order(entity.fields)]
+        draws = [(n, _field_draw(spec, entity, entity.fields[n])) for n in seed_order(entity.fields)]
         unique = tuple(n for n, f in entity.fields.items() if f.unique)
         plans.append((entity_name, entity, draws, unique))
 
