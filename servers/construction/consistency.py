@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import re
 
-from servers.construction.seeding import state_seeds
 from servers.construction.specmodels import (
     AUTO_FIELDS,
     COMPANY_ATTRS,
@@ -101,7 +100,7 @@ def type_problems(spec: BaseServiceSpec, type_name: str, where: str) -> list[str
 def _seed_problems(spec: BaseServiceSpec, entity_name: str, name: str, field: FieldSpec) -> list[str]:
     where = f"entity {entity_name!r} field {name!r}"
     if field.seed_by_state:
-        plain, _ = state_seeds(field)
+        plain = field.model_copy(update={"seed_by_state": None})
         return _seed_problems(spec, entity_name, name, plain) + _by_state_problems(
             spec, entity_name, name, field, where
         )
@@ -149,7 +148,8 @@ def _by_state_problems(spec: BaseServiceSpec, entity_name: str, name: str, field
     states = {lifecycle.initial, *lifecycle.transitions, *(t for ts in lifecycle.transitions.values() for t in ts)}
     problems = [f"{where}: seed_by_state names {value!r}, no state of {entity_name!r}"
                 for value in field.seed_by_state if value not in states]  # fmt: skip
-    for value, alternative in state_seeds(field)[1].items():
+    for value, seed in field.seed_by_state.items():
+        alternative = field.model_copy(update={"seed": seed, "seed_by_state": None})
         problems += [f"{p} (state {value!r})" for p in _seed_problems(spec, entity_name, name, alternative)]
     problems += [f"{where}: text seed of {other!r} names a field seeded by state"
                  for other, f in entity.fields.items()

@@ -134,14 +134,6 @@ def seed_order(fields: Mapping[str, FieldSpec]) -> list[str]:
     return sorted(fields, key=rank)  # stable: the fields' own order within each rank
 
 
-def state_seeds(field: FieldSpec) -> tuple[FieldSpec, dict[str, FieldSpec]]:
-    """A field seeded by state as plain fields: the one drawn in any other state, and one per state
-    named in its ``seed_by_state`` (engine, ejected code and lint each take them from here)."""
-    plain = field.model_copy(update={"seed_by_state": None})
-    by_state = {state: plain.model_copy(update={"seed": seed}) for state, seed in (field.seed_by_state or {}).items()}
-    return plain, by_state
-
-
 def copied(table: Mapping[str, Any], ref: str | None, attr: str) -> Any:
     """A ``from:<ref>.<attr>`` seed: ``attr`` of the record ``ref`` points at in ``table`` (None
     when the reference is empty), so a child record agrees with its parent (a refund's rider is

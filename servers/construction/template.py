@@ -21,7 +21,7 @@ import textwrap
 from pathlib import Path
 
 from servers.construction.naming import Names, lit, wrap_doc
-from servers.construction.seeding import field_seed, seed_order, state_seeds
+from servers.construction.seeding import field_seed, seed_order
 from servers.construction.spec import (
     AUTO_FIELDS,
     SYSTEM_FIELDS,
@@ -123,9 +123,9 @@ def seed_expression(spec: ServiceSpec, entity_name: str, name: str, field: Field
     """Python expression drawing one seeded value of a field (``values`` holds earlier fields)."""
     lifecycle = spec.entities[entity_name].lifecycle
     if field.seed_by_state and lifecycle is not None:
-        plain, by_state = state_seeds(field)
-        expr = seed_expression(spec, entity_name, name, plain)
-        for value, alternative in reversed(list(by_state.items())):
+        expr = seed_expression(spec, entity_name, name, field.model_copy(update={"seed_by_state": None}))
+        for value, seed in reversed(list(field.seed_by_state.items())):
+            alternative = field.model_copy(update={"seed": seed, "seed_by_state": None})
             drawn = seed_expression(spec, entity_name, name, alternative)
             expr = f"({drawn}) if values[{lifecycle.field!r}] == {value!r} else ({expr})"
         return expr

@@ -39,7 +39,6 @@ from servers.construction.seeding import (
     product_attr,
     seed_order,
     stamps,
-    state_seeds,
     text,
 )
 from servers.construction.spec import AUTO_FIELDS, SYSTEM_FIELDS, EntitySpec, FieldSpec, ServiceSpec
@@ -278,9 +277,11 @@ def _field_draw(spec: ServiceSpec, entity: EntitySpec, field: FieldSpec) -> Draw
     if not field.seed_by_state or entity.lifecycle is None:
         return seed_draw(spec, field, entity.fields)
     status = entity.lifecycle.field
-    plain_field, state_fields = state_seeds(field)
-    plain = seed_draw(spec, plain_field, entity.fields)
-    by_state = {value: seed_draw(spec, f, entity.fields) for value, f in state_fields.items()}
+    plain = seed_draw(spec, field.model_copy(update={"seed_by_state": None}), entity.fields)
+    by_state = {
+        value: seed_draw(spec, field.model_copy(update={"seed": seed, "seed_by_state": None}), entity.fields)
+        for value, seed in field.seed_by_state.items()
+    }
     return lambda rng, world, slots, values, state: by_state.get(values[status], plain)(
         rng, world, slots, values, state
     )
